@@ -1,0 +1,100 @@
+"""``connect-plugin``: run the gateway (embedded Spark or in front of one) or the demo."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from connect_plugin.config import SPARK_DEFAULT_PORT, Config, load_config
+from connect_plugin.errors import ConnectPluginError
+
+READY_LINE = "connect-plugin gateway ready at {address}"
+
+log = logging.getLogger("connect_plugin")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="connect-plugin", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", type=Path, help="root folder of session temp tables")
+    common.add_argument("--conf-dir", type=Path, help="folder with connect-plugin.toml and spark-defaults.conf")
+    common.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR")
+
+    serve = commands.add_parser("serve", parents=[common], help="run the gateway until stopped")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", default=None, help="start an embedded Spark Connect server")
+    where.add_argument("--upstream", help="front an existing server, e.g. sc://spark:15002")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help=f"port to listen on (default {SPARK_DEFAULT_PORT}; 0 = any free)")
+
+    commands.add_parser(
+        "demo", parents=[common], help="start the embedded stack on free ports, run a short session, stop"
+    )
+    return parser
+
+
+def _configure_logging(config: Config) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=config.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _serve(config: Config) -> int:
+    from connect_plugin.server.stack import Stack
+
+    if not config.local and config.upstream is None:
+        raise ConnectPluginError("say where Spark is: --local (embedded) or --upstream sc://host:port")
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stack = Stack(config)
+    try:
+        stack.start()
+        assert stack.gateway is not None
+        print(READY_LINE.format(address=stack.gateway.address), flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        stack.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    arguments: dict[str, Any] = {
+        key: value for key, value in vars(args).items() if key != "command" and value is not None
+    }
+    try:
+        if args.command == "demo":
+            arguments.update(local=True, port=0)
+        config = load_config(arguments)
+        _configure_logging(config)
+        if args.command == "demo":
+            from connect_plugin.demo import run_demo
+
+            return run_demo(config)
+        return _serve(config)
+    except ConnectPluginError as exc:
+        print(f"connect-plugin: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Gateway configuration: one frozen dataclass.
+
+Values are merged from, in order of precedence: explicit arguments (the CLI),
+``CONNECT_PLUGIN_*`` environment variables, the TOML file
+``<conf_dir>/connect-plugin.toml``, then the defaults below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from connect_plugin.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+ENV_PREFIX = "CONNECT_PLUGIN_"
+CONF_FILE_NAME = "connect-plugin.toml"
+SPARK_DEFAULT_PORT = 15002
+REPO_CONF_DIR = Path(__file__).resolve().parents[1] / "server_conf"
+
+
+def default_workspace() -> Path:
+    """A per-user folder, so two users on one machine never share temp data."""
+    return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / (
+        "connect-plugin/workspace"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Everything the gateway and the embedded Spark Connect server read."""
+
+    host: str = "127.0.0.1"
+    port: int = SPARK_DEFAULT_PORT
+    upstream: str | None = None
+    local: bool = False
+    workspace: Path = dataclasses.field(default_factory=default_workspace)
+    temp_workspace_name: str = "tmp"
+    conf_dir: Path | None = REPO_CONF_DIR if REPO_CONF_DIR.is_dir() else None
+    spark_master: str = "local[*]"
+    upstream_start_timeout_s: float = 180.0
+    upstream_bind_host: str = "127.0.0.1"
+    max_message_bytes: int = 256 * 1024 * 1024
+    forward_extensions: tuple[str, ...] = ()
+    shutdown_grace_s: float = 5.0
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port {self.port} is outside 0..65535")
+        if self.local and self.upstream:
+            raise ConfigError("choose either local (embedded Spark) or upstream, not both")
+        if self.upstream is not None and not self.upstream.startswith("sc://"):
+            raise ConfigError(
+                f"upstream {self.upstream!r} must be a Spark Connect URL such as sc://host:15002"
+            )
+        if not self.temp_workspace_name.isidentifier():
+            raise ConfigError(
+                f"temp_workspace_name {self.temp_workspace_name!r} must be a plain identifier"
+            )
+
+    @property
+    def upstream_target(self) -> str:
+        """``host:port`` of the upstream, as a gRPC channel target."""
+        if self.upstream is None:
+            raise ConfigError("no upstream set: pass --upstream sc://host:port or --local")
+        rest = self.upstream.removeprefix("sc://").split("/", 1)[0]
+        host, _, port = rest.partition(":")
+        return f"{host}:{port or SPARK_DEFAULT_PORT}"
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    """Turn a string (environment) or TOML value into the field's type."""
+    field_type = str(_FIELDS[name].type)
+    try:
+        if field_type == "bool":
+            if isinstance(raw, bool):
+                return raw
+            lowered = str(raw).strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if field_type == "int":
+            return int(raw)
+        if field_type == "float":
+            return float(raw)
+        if field_type.startswith("Path"):
+            return Path(raw).expanduser()
+        if field_type.startswith("tuple"):
+            items = raw.split(",") if isinstance(raw, str) else list(raw)
+            return tuple(item.strip() for item in items if item.strip())
+        return str(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"setting {name}: cannot read {raw!r} as {field_type}") from exc
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, raw in env.items():
+        if key.startswith(ENV_PREFIX):
+            name = key.removeprefix(ENV_PREFIX).lower()
+            if name in _FIELDS:
+                values[name] = _coerce(name, raw)
+    return values
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    section = data.get("gateway", {})
+    unknown = sorted(set(section) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown settings in [gateway]: {', '.join(unknown)}")
+    return {name: _coerce(name, raw) for name, raw in section.items()}
+
+
+def load_config(
+    arguments: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Config:
+    """Merge arguments over environment over the conf file over defaults."""
+    explicit = {k: v for k, v in (arguments or {}).items() if v is not None}
+    from_env = _from_env(os.environ if env is None else env)
+    conf_dir = explicit.get("conf_dir") or from_env.get("conf_dir") or Config().conf_dir
+    from_file = _from_file(Path(conf_dir) / CONF_FILE_NAME) if conf_dir else {}
+    merged = {**from_file, **from_env, **explicit}
+    if conf_dir is not None:
+        merged["conf_dir"] = Path(conf_dir)
+    try:
+        return Config(**merged)
+    except TypeError as exc:
+        raise ConfigError(str(exc)) from exc

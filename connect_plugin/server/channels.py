@@ -1,0 +1,50 @@
+"""gRPC transport settings of the gateway, on both of its sides.
+
+Clients ping every 60 s (pyspark's keepalive defaults); gRPC's default server
+policy answers such pings with GOAWAY ``too_many_pings``, so the server
+accepts them. Message sizes are unbounded by the gateway: Spark and the client
+already enforce theirs, and the gateway must not be the narrowest pipe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from connect_plugin.config import Config
+
+KEEPALIVE_TIME_MS = 60_000
+KEEPALIVE_TIMEOUT_MS = 20_000
+MIN_CLIENT_PING_INTERVAL_MS = 10_000
+
+
+def _size_options(config: Config) -> list[tuple[str, Any]]:
+    return [
+        ("grpc.max_send_message_length", config.max_message_bytes),
+        ("grpc.max_receive_message_length", config.max_message_bytes),
+    ]
+
+
+def server_options(config: Config) -> list[tuple[str, Any]]:
+    """Options of the gateway's own server (the side clients talk to)."""
+    return [
+        *_size_options(config),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_CLIENT_PING_INTERVAL_MS),
+        ("grpc.http2.max_ping_strikes", 0),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+def upstream_channel(config: Config) -> grpc.aio.Channel:
+    """The channel to the upstream Spark Connect server, pinging as pyspark does."""
+    return grpc.aio.insecure_channel(
+        config.upstream_target,
+        options=[
+            *_size_options(config),
+            ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+            ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+            ("grpc.keepalive_permit_without_calls", 1),
+        ],
+    )

@@ -1,0 +1,213 @@
+"""An embedded Spark Connect server started from the jars inside the pyspark wheel.
+
+The JVM runs in its own process group so that stopping it (or the gateway
+dying) takes every child with it, and its Python workers use this
+interpreter, so the plugin's data source is importable on the server side.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import grpc
+
+from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
+
+log = logging.getLogger(__name__)
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+MIN_JAVA = 17
+SPARK_DEFAULTS = "spark-defaults.conf"
+STOP_TIMEOUT_S = 20.0
+READY_POLL_S = 0.25
+
+
+def spark_home() -> Path:
+    """The Spark distribution inside the installed pyspark wheel."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    if not (home / "jars").is_dir():
+        raise EnvironmentProblem(
+            f"pyspark at {home} has no jars/ folder; install the full pyspark wheel, "
+            "not pyspark-client, to run an embedded server"
+        )
+    return home
+
+
+def parse_java_version(text: str) -> int:
+    """The feature version of a ``java -version`` banner (8 for "1.8.0_392")."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if match is None:
+        raise EnvironmentProblem(f"cannot read the Java version from: {text.strip()[:200]!r}")
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def find_java(env: Mapping[str, str] | None = None) -> tuple[Path, int]:
+    """The ``java`` Spark will use (JAVA_HOME first, then PATH) and its version."""
+    env = os.environ if env is None else env
+    java_home = env.get("JAVA_HOME")
+    candidate = Path(java_home) / "bin" / "java" if java_home else None
+    if candidate is None or not candidate.is_file():
+        found = shutil.which("java", path=env.get("PATH", ""))
+        candidate = Path(found) if found else None
+    if candidate is None:
+        raise EnvironmentProblem(
+            f"Java {MIN_JAVA} or newer is needed to run Spark, and no java was found "
+            "(JAVA_HOME is not set to a JDK and java is not on PATH); "
+            "install a JDK, e.g. apt-get install openjdk-17-jre-headless"
+        )
+    banner = subprocess.run(
+        [str(candidate), "-version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    version = parse_java_version(banner.stderr + banner.stdout)
+    if version < MIN_JAVA:
+        raise EnvironmentProblem(
+            f"Spark 4 needs Java {MIN_JAVA} or newer, but {candidate} is Java {version}; "
+            "point JAVA_HOME at a newer JDK"
+        )
+    return candidate, version
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago (the caller binds it right away)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class EmbeddedSparkConnect:
+    """One local Spark Connect server process and how to stop it."""
+
+    def __init__(
+        self,
+        *,
+        conf_dir: Path | None,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        master: str = "local[*]",
+        extra_conf: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port or free_port(host)
+        self.master = master
+        self.conf_dir = conf_dir
+        self.extra_conf = dict(extra_conf or {})
+        self.log_path = log_path
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"sc://{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        home = spark_home()
+        conf = {
+            "spark.connect.grpc.binding.address": self.host,
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.driver.python": sys.executable,
+            **self.extra_conf,
+        }
+        args = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS]
+        args += ["--name", "connect-plugin embedded Spark Connect", "--master", self.master]
+        if self.conf_dir is not None and (self.conf_dir / SPARK_DEFAULTS).is_file():
+            args += ["--properties-file", str(self.conf_dir / SPARK_DEFAULTS)]
+        for key, value in conf.items():
+            args += ["--conf", f"{key}={value}"]
+        return args
+
+    def start(self, timeout: float = 180.0) -> str:
+        """Start the JVM and return its ``sc://`` address once it answers gRPC."""
+        java, _ = find_java()
+        env = dict(os.environ)
+        env.update(
+            SPARK_HOME=str(spark_home()),
+            JAVA_HOME=str(java.resolve().parents[1]),
+            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_DRIVER_PYTHON=sys.executable,
+            SPARK_CONNECT_MODE="0",
+        )
+        env.pop("SPARK_REMOTE", None)
+        output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self._process = subprocess.Popen(
+                self.command(),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            if output is not subprocess.DEVNULL:
+                output.close()  # type: ignore[union-attr]
+        log.info("starting Spark Connect on %s:%d (pid %d)", self.host, self.port, self._process.pid)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self.address
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        target = f"{self.host}:{self.port}"
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise UpstreamUnavailable(
+                    f"the embedded Spark Connect server exited with code "
+                    f"{self._process.returncode} before it was ready"
+                    + (f"; see {self.log_path}" if self.log_path else "")
+                )
+            with grpc.insecure_channel(target) as channel:
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=READY_POLL_S * 4)
+                    return
+                except grpc.FutureTimeoutError:
+                    time.sleep(READY_POLL_S)
+        raise UpstreamUnavailable(
+            f"the embedded Spark Connect server did not answer on {target} within {timeout:.0f} s"
+            + (f"; see {self.log_path}" if self.log_path else "")
+        )
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop the JVM and everything it started; SIGKILL if it does not go quietly."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        except ProcessLookupError:
+            process.wait()
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        log.info("stopped Spark Connect (pid %d)", process.pid)

@@ -1,0 +1,233 @@
+"""Forwarding every SparkConnectService RPC to the upstream server.
+
+Requests and responses cross the gateway as bytes: responses are never
+decoded, and requests are decoded only for the RPCs whose messages can hold a
+plan (found from the service descriptor, so RPCs added upstream are covered
+without code changes). Metadata, deadlines, cancellation and error statuses
+with their trailers go through intact, so the client rebuilds the same
+exception Spark raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, NoReturn
+
+import grpc
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
+from google.protobuf.message import Message
+from google.protobuf.message_factory import GetMessageClass
+from pyspark.sql.connect.proto import base_pb2
+
+from connect_plugin.errors import ConnectPluginError
+from connect_plugin.server.status import to_grpc_status
+
+log = logging.getLogger(__name__)
+
+SERVICE = base_pb2.DESCRIPTOR.services_by_name["SparkConnectService"]
+SERVICE_NAME = SERVICE.full_name
+
+_HOP_BY_HOP_METADATA = frozenset(("user-agent", "te", "content-type", "grpc-accept-encoding"))
+
+RequestHook = Callable[[str, Message, grpc.aio.ServicerContext], Awaitable[None]]
+"""Called with (method name, decoded request, context) before a plan-carrying
+request is forwarded; raises a ``ConnectPluginError`` to refuse it."""
+
+
+def _holds_plan(descriptor: Descriptor, seen: set[str] | None = None) -> bool:
+    """Whether messages of this type can contain a ``spark.connect.Plan``."""
+    seen = set() if seen is None else seen
+    if descriptor.full_name == "spark.connect.Plan":
+        return True
+    if descriptor.full_name in seen:
+        return False
+    seen.add(descriptor.full_name)
+    return any(
+        field.type == FieldDescriptor.TYPE_MESSAGE and _holds_plan(field.message_type, seen)
+        for field in descriptor.fields
+    )
+
+
+def forwardable_metadata(
+    metadata: Sequence[tuple[str, str | bytes]] | None,
+) -> tuple[tuple[str, str | bytes], ...]:
+    """Client metadata minus the transport's own headers."""
+    if not metadata:
+        return ()
+    return tuple(
+        (key, value)
+        for key, value in metadata
+        if key not in _HOP_BY_HOP_METADATA and not key.startswith((":", "grpc-"))
+    )
+
+
+async def relay_upstream_error(error: grpc.aio.AioRpcError, context: Any) -> NoReturn:
+    """End the client's RPC with exactly the status and trailers Spark sent."""
+    await context.abort(
+        error.code(), error.details() or "", tuple(error.trailing_metadata() or ())
+    )
+    raise AssertionError("context.abort returned")
+
+
+async def abort_with(exc: ConnectPluginError, context: Any) -> NoReturn:
+    """End the client's RPC with the status of one of our own errors."""
+    status = to_grpc_status(exc)
+    await context.abort(status.code, status.details, status.trailing_metadata)
+    raise AssertionError("context.abort returned")
+
+
+class Forwarder:
+    """Builds one generic handler that forwards every method of the service."""
+
+    def __init__(self, channel: grpc.aio.Channel, request_hook: RequestHook | None = None):
+        self._channel = channel
+        self._request_hook = request_hook
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        handlers = {method.name: self._method_handler(method) for method in SERVICE.methods}
+        return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+    def _method_handler(self, method: MethodDescriptor) -> grpc.RpcMethodHandler:
+        path = f"/{SERVICE_NAME}/{method.name}"
+        name = method.name
+        decode: type[Message] | None = None
+        if self._request_hook is not None and _holds_plan(method.input_type):
+            decode = GetMessageClass(method.input_type)
+        if method.client_streaming and method.server_streaming:
+            return grpc.stream_stream_rpc_method_handler(
+                self._stream_stream(name, self._channel.stream_stream(path))
+            )
+        if method.client_streaming:
+            return grpc.stream_unary_rpc_method_handler(
+                self._stream_unary(name, self._channel.stream_unary(path))
+            )
+        if method.server_streaming:
+            return grpc.unary_stream_rpc_method_handler(
+                self._unary_stream(name, self._channel.unary_stream(path), decode)
+            )
+        return grpc.unary_unary_rpc_method_handler(
+            self._unary_unary(name, self._channel.unary_unary(path), decode)
+        )
+
+    async def _inspect(
+        self, name: str, decode: type[Message] | None, request: bytes, context: Any
+    ) -> None:
+        if decode is None or self._request_hook is None:
+            return
+        try:
+            await self._request_hook(name, decode.FromString(request), context)
+        except ConnectPluginError as exc:
+            log.info("refused %s: %s", name, exc)
+            await abort_with(exc, context)
+
+    @staticmethod
+    async def _send_initial_metadata(call: Any, context: Any) -> None:
+        initial = await call.initial_metadata()
+        if initial:
+            await context.send_initial_metadata(tuple(initial))
+
+    @staticmethod
+    async def _finish(call: Any, context: Any) -> None:
+        trailing = await call.trailing_metadata()
+        if trailing:
+            context.set_trailing_metadata(tuple(trailing))
+
+    def _unary_unary(
+        self, name: str, upstream: grpc.aio.UnaryUnaryMultiCallable, decode: type[Message] | None
+    ) -> Callable[[bytes, Any], Awaitable[bytes]]:
+        async def forward(request: bytes, context: Any) -> bytes:
+            self.calls[name] += 1
+            await self._inspect(name, decode, request, context)
+            call = upstream(
+                request,
+                metadata=forwardable_metadata(context.invocation_metadata()),
+                timeout=context.time_remaining(),
+            )
+            try:
+                response: bytes = await call
+            except grpc.aio.AioRpcError as error:
+                await relay_upstream_error(error, context)
+            except asyncio.CancelledError:
+                call.cancel()
+                raise
+            await self._send_initial_metadata(call, context)
+            await self._finish(call, context)
+            return response
+
+        return forward
+
+    def _unary_stream(
+        self, name: str, upstream: grpc.aio.UnaryStreamMultiCallable, decode: type[Message] | None
+    ) -> Callable[[bytes, Any], AsyncIterator[bytes]]:
+        async def forward(request: bytes, context: Any) -> AsyncIterator[bytes]:
+            self.calls[name] += 1
+            await self._inspect(name, decode, request, context)
+            call = upstream(
+                request,
+                metadata=forwardable_metadata(context.invocation_metadata()),
+                timeout=context.time_remaining(),
+            )
+            try:
+                await self._send_initial_metadata(call, context)
+                read = call.read
+                eof = grpc.aio.EOF
+                while (response := await read()) is not eof:
+                    yield response
+                await self._finish(call, context)
+            except grpc.aio.AioRpcError as error:
+                await relay_upstream_error(error, context)
+            finally:
+                if not call.done():
+                    call.cancel()
+
+        return forward
+
+    def _stream_unary(
+        self, name: str, upstream: grpc.aio.StreamUnaryMultiCallable
+    ) -> Callable[[AsyncIterator[bytes], Any], Awaitable[bytes]]:
+        async def forward(requests: AsyncIterator[bytes], context: Any) -> bytes:
+            self.calls[name] += 1
+            call = upstream(
+                requests,
+                metadata=forwardable_metadata(context.invocation_metadata()),
+                timeout=context.time_remaining(),
+            )
+            try:
+                response: bytes = await call
+            except grpc.aio.AioRpcError as error:
+                await relay_upstream_error(error, context)
+            except asyncio.CancelledError:
+                call.cancel()
+                raise
+            await self._send_initial_metadata(call, context)
+            await self._finish(call, context)
+            return response
+
+        return forward
+
+    def _stream_stream(
+        self, name: str, upstream: grpc.aio.StreamStreamMultiCallable
+    ) -> Callable[[AsyncIterator[bytes], Any], AsyncIterator[bytes]]:
+        async def forward(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
+            self.calls[name] += 1
+            call = upstream(
+                requests,
+                metadata=forwardable_metadata(context.invocation_metadata()),
+                timeout=context.time_remaining(),
+            )
+            try:
+                await self._send_initial_metadata(call, context)
+                async for response in call:
+                    yield response
+                await self._finish(call, context)
+            except grpc.aio.AioRpcError as error:
+                await relay_upstream_error(error, context)
+            finally:
+                if not call.done():
+                    call.cancel()
+
+        return forward

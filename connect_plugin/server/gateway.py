@@ -1,0 +1,123 @@
+"""The gateway process: a grpc.aio server in front of a Spark Connect server.
+
+``serve(config)`` starts the server on an event loop of its own thread and
+returns at once; blocking until a signal is the CLI's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from connect_plugin.config import Config
+from connect_plugin.errors import ConfigError, NotSupportedYet
+from connect_plugin.server.channels import server_options, upstream_channel
+from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder
+from connect_plugin.server.plans import find_extensions
+
+log = logging.getLogger(__name__)
+
+
+class Gateway:
+    """A running gateway: where it listens, what it forwarded, how to stop it."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="connect-plugin-gateway", daemon=True
+        )
+        self._server: grpc.aio.Server | None = None
+        self._channel: grpc.aio.Channel | None = None
+        self._health: Any = None
+        self._stopped = threading.Event()
+        self.forwarder: Forwarder | None = None
+
+    @property
+    def address(self) -> str:
+        """The ``sc://`` URL clients connect to."""
+        return f"sc://{self.config.host}:{self.port}"
+
+    def calls(self, method: str) -> int:
+        """How many calls of ``method`` the gateway has forwarded."""
+        return 0 if self.forwarder is None else self.forwarder.calls[method]
+
+    def start(self) -> Gateway:
+        self._thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self._start(), self._loop).result()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    async def _start(self) -> None:
+        self._channel = upstream_channel(self.config)
+        self.forwarder = Forwarder(self._channel, request_hook=self._inspect_plan)
+        server = grpc.aio.server(options=server_options(self.config))
+        server.add_generic_rpc_handlers((self.forwarder.handler(),))
+        self._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        try:
+            self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        except RuntimeError as exc:
+            raise ConfigError(
+                f"the gateway cannot listen on {self.config.host}:{self.config.port} ({exc}); "
+                "choose another --port"
+            ) from exc
+        await server.start()
+        self._server = server
+        serving = health_pb2.HealthCheckResponse.SERVING
+        await self._health.set("", serving)
+        await self._health.set(SERVICE_NAME, serving)
+        log.info("gateway listening on %s:%d -> %s", self.config.host, self.port, self.config.upstream)
+
+    async def _inspect_plan(self, method: str, request: Message, context: Any) -> None:
+        found = find_extensions(
+            request,
+            session_id=request.session_id,  # type: ignore[attr-defined]
+            forwarded_prefixes=self.config.forward_extensions,
+        )
+        if found:
+            raise NotSupportedYet(
+                f"[{found[0].type_name}] is a connect-plugin message this gateway "
+                "version cannot execute yet"
+            )
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop serving (finishing in-flight calls for ``grace`` seconds) and close."""
+        if self._stopped.is_set():
+            return
+        if self._loop.is_running():
+            grace_s = self.config.shutdown_grace_s if grace is None else grace
+            asyncio.run_coroutine_threadsafe(self._stop(grace_s), self._loop).result()
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+        self._loop.close()
+        self._stopped.set()
+
+    async def _stop(self, grace: float) -> None:
+        if self._health is not None:
+            await self._health.enter_graceful_shutdown()
+        if self._server is not None:
+            await self._server.stop(grace)
+        if self._channel is not None:
+            await self._channel.close()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the gateway has stopped; False on timeout."""
+        return self._stopped.wait(timeout)
+
+
+def serve(config: Config) -> Gateway:
+    """Start a gateway for ``config`` and return it running; never blocks."""
+    if config.upstream is None:
+        raise ConfigError("the gateway needs an upstream Spark Connect server (sc://host:port)")
+    return Gateway(config).start()

@@ -1,0 +1,80 @@
+"""A gateway together with the Spark Connect server it fronts.
+
+With ``config.local`` the upstream is an embedded server started here and
+stopped with the stack; otherwise ``config.upstream`` names a server someone
+else runs. The CLI, the demo, the tests and the benchmarks all start the same
+stack through this class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from connect_plugin.config import Config
+from connect_plugin.server.embedded import EmbeddedSparkConnect
+from connect_plugin.server.gateway import Gateway, serve
+
+
+class Stack:
+    """Starts the upstream (when embedded) and the gateway; stops both."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        extra_spark_conf: Mapping[str, str] | None = None,
+        spark_log: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.embedded: EmbeddedSparkConnect | None = None
+        if config.local:
+            config.workspace.parent.mkdir(parents=True, exist_ok=True)
+            self.embedded = EmbeddedSparkConnect(
+                conf_dir=config.conf_dir,
+                host=config.upstream_bind_host,
+                master=config.spark_master,
+                extra_conf=extra_spark_conf,
+                log_path=spark_log or config.workspace.parent / "spark-connect.log",
+            )
+        self.gateway: Gateway | None = None
+
+    @property
+    def upstream(self) -> str:
+        """The ``sc://`` address of the Spark Connect server behind the gateway."""
+        if self.embedded is not None:
+            return self.embedded.address
+        assert self.config.upstream is not None
+        return self.config.upstream
+
+    def start(self) -> Stack:
+        config = self.config
+        try:
+            if self.embedded is not None:
+                self.embedded.start(timeout=config.upstream_start_timeout_s)
+                config = dataclasses.replace(config, local=False, upstream=self.embedded.address)
+            self.gateway = serve(config)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
+        if self.embedded is not None:
+            self.embedded.stop()
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

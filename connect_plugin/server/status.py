@@ -1,0 +1,104 @@
+"""The one place where connect-plugin errors become gRPC statuses.
+
+Each status carries a ``google.rpc.ErrorInfo`` shaped like Spark Connect's
+own, so the stock client raises a real pyspark exception class (for example
+``AnalysisException``) with an ``errorClass`` of ``CONNECT_PLUGIN.*``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import grpc
+from google.protobuf.any_pb2 import Any as AnyProto
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from connect_plugin import errors
+
+ERROR_DOMAIN = "connect-plugin"
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    code: grpc.StatusCode
+    spark_class: str
+    error_class: str
+
+
+_MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
+    (
+        errors.UnknownExtension,
+        _Mapping(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "org.apache.spark.sql.connect.common.InvalidPlanInput",
+            "CONNECT_PLUGIN.UNKNOWN_EXTENSION",
+        ),
+    ),
+    (
+        errors.NotSupportedYet,
+        _Mapping(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "java.lang.UnsupportedOperationException",
+            "CONNECT_PLUGIN.NOT_SUPPORTED",
+        ),
+    ),
+    (
+        errors.SessionMismatch,
+        _Mapping(
+            grpc.StatusCode.PERMISSION_DENIED,
+            "org.apache.spark.SparkException",
+            "CONNECT_PLUGIN.SESSION_MISMATCH",
+        ),
+    ),
+    (
+        errors.PlanError,
+        _Mapping(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "org.apache.spark.sql.AnalysisException",
+            "CONNECT_PLUGIN.INVALID_PLAN",
+        ),
+    ),
+    (
+        errors.UpstreamUnavailable,
+        _Mapping(
+            grpc.StatusCode.UNAVAILABLE,
+            "org.apache.spark.SparkException",
+            "CONNECT_PLUGIN.UPSTREAM_UNAVAILABLE",
+        ),
+    ),
+)
+
+_FALLBACK = _Mapping(
+    grpc.StatusCode.INTERNAL, "org.apache.spark.SparkException", "CONNECT_PLUGIN.INTERNAL"
+)
+
+
+def mapping_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
+    """The gRPC code and ``errorClass`` the client will see for ``exc``."""
+    for cls, mapping in _MAPPINGS:
+        if isinstance(exc, cls):
+            return mapping.code, mapping.error_class
+    return _FALLBACK.code, _FALLBACK.error_class
+
+
+def to_grpc_status(exc: BaseException) -> grpc.Status:
+    """A status whose details let pyspark rebuild a typed exception."""
+    mapping = next((m for cls, m in _MAPPINGS if isinstance(exc, cls)), _FALLBACK)
+    message = f"[{mapping.error_class}] {exc}"
+    info = error_details_pb2.ErrorInfo(
+        reason=type(exc).__name__,
+        domain=ERROR_DOMAIN,
+        metadata={
+            "classes": json.dumps([mapping.spark_class]),
+            "errorClass": mapping.error_class,
+            "messageParameters": json.dumps({"message": str(exc)}),
+        },
+    )
+    detail = AnyProto()
+    detail.Pack(info)
+    status = status_pb2.Status(
+        code=getattr(code_pb2, mapping.code.name), message=message, details=[detail]
+    )
+    return rpc_status.to_status(status)
