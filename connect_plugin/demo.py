@@ -14,7 +14,7 @@ def _say(text: str) -> None:
 
 def run_demo(config: Config) -> int:
     """Start Spark Connect and the gateway, talk to them as a user would, stop."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession
 
     started = time.monotonic()
     _say("starting an embedded Spark Connect server and the gateway ...")

@@ -7,6 +7,7 @@ interpreter, so the plugin's data source is importable on the server side.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -206,8 +207,6 @@ class EmbeddedSparkConnect:
             process.wait()
         except ProcessLookupError:
             process.wait()
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         log.info("stopped Spark Connect (pid %d)", process.pid)

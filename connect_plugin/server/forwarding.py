@@ -96,7 +96,9 @@ class Forwarder:
         name = method.name
         decode: type[Message] | None = None
         if self._request_hook is not None and _holds_plan(method.input_type):
-            decode = GetMessageClass(method.input_type)
+            decode = getattr(base_pb2, method.input_type.name, None) or GetMessageClass(
+                method.input_type
+            )
         if method.client_streaming and method.server_streaming:
             return grpc.stream_stream_rpc_method_handler(
                 self._stream_stream(name, self._channel.stream_stream(path))

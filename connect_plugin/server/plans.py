@@ -29,7 +29,6 @@ PLUGIN_MESSAGES: dict[str, type[Message]] = {
 }
 
 _TYPE_MESSAGE = FieldDescriptor.TYPE_MESSAGE
-_LABEL_REPEATED = FieldDescriptor.LABEL_REPEATED
 _EXTENSION_HOLDERS = frozenset(
     ("spark.connect.Relation", "spark.connect.Expression", "spark.connect.Command")
 )
@@ -50,15 +49,13 @@ def type_name_of(any_message: AnyProto) -> str:
 
 
 def _walk_extensions(message: Message) -> Iterator[tuple[Message, AnyProto]]:
-    if message.DESCRIPTOR.full_name in _EXTENSION_HOLDERS and message.HasField(  # type: ignore[attr-defined]
-        "extension"
-    ):
+    if message.DESCRIPTOR.full_name in _EXTENSION_HOLDERS and message.HasField("extension"):
         yield message, message.extension  # type: ignore[attr-defined]
         return
     for field, value in message.ListFields():
         if field.type != _TYPE_MESSAGE:
             continue
-        if field.label == _LABEL_REPEATED:
+        if field.is_repeated:
             if field.message_type.GetOptions().map_entry:
                 if field.message_type.fields_by_name["value"].type == _TYPE_MESSAGE:
                     for item in value.values():

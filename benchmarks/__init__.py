@@ -1,0 +1,1 @@
+"""Benchmarks of connect-plugin: each module measures against its reference in one run."""

@@ -1,0 +1,74 @@
+"""One real Spark Connect server and one gateway for the whole test session.
+
+``SPARK_REMOTE=sc://host:port`` reuses a running Spark Connect server instead
+of starting one (the tests that need the server's own settings then skip).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from connect_plugin.config import Config
+from connect_plugin.server.embedded import EmbeddedSparkConnect
+from connect_plugin.server.gateway import Gateway, serve
+from tests.integration.support import TEST_SPARK_CONF, Upstream, new_session
+
+
+@pytest.fixture(scope="session")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote:
+        yield Upstream(remote, embedded=False)
+        return
+    log_path = tmp_path_factory.mktemp("spark") / "spark-connect.log"
+    server = EmbeddedSparkConnect(conf_dir=None, extra_conf=TEST_SPARK_CONF, log_path=log_path)
+    server.start()
+    try:
+        yield Upstream(server.address, embedded=True)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("workspace")
+
+
+@pytest.fixture(scope="session")
+def gateway(upstream: Upstream, workspace: Path) -> Iterator[Gateway]:
+    running = serve(Config(port=0, upstream=upstream.address, workspace=workspace, conf_dir=None))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def spark(gateway: Gateway) -> Iterator[SparkSession]:
+    """A client session through the gateway."""
+    session = new_session(gateway.address)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def direct(upstream: Upstream) -> Iterator[SparkSession]:
+    """A client session straight to Spark Connect, for side-by-side comparisons."""
+    session = new_session(upstream.address)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def unique_name() -> str:
+    return f"t_{uuid.uuid4().hex[:10]}"

@@ -1,0 +1,146 @@
+"""The ``connect-plugin serve`` command as an operator runs it."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from connect_plugin.server.embedded import free_port
+from tests.integration.support import Upstream, new_session
+
+CLI = str(Path(sys.executable).parent / "connect-plugin")
+READY = "connect-plugin gateway ready at sc://127.0.0.1:{port}"
+
+
+def _spark_connect_pids() -> set[int]:
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"SparkConnectServer" in cmdline and b"java" in cmdline:
+                pids.add(int(proc.name))
+    return pids
+
+
+def _read_stdout_line(process: subprocess.Popen[str], timeout: float) -> str:
+    assert process.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    if not selector.select(timeout):
+        pytest.fail(f"no line on stdout within {timeout} s")
+    return process.stdout.readline().rstrip("\n")
+
+
+@contextmanager
+def _running(args: list[str], tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    stderr = (tmp_path / "stderr.log").open("w")
+    process = subprocess.Popen(
+        [CLI, *args], stdout=subprocess.PIPE, stderr=stderr, text=True, env=_env()
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+        stderr.close()
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("SPARK_REMOTE", None)
+    return env
+
+
+def _stop_and_check(process: subprocess.Popen[str], sig: signal.Signals) -> None:
+    process.send_signal(sig)
+    assert process.wait(60) == 0
+    assert process.stdout is not None
+    assert process.stdout.read() == "", "serve must print exactly one line"
+
+
+def test_serve_upstream_prints_one_ready_line_and_stops_on_sigterm(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    port = free_port()
+    args = ["serve", "--upstream", upstream.address, "--port", str(port), "--workspace", str(tmp_path / "ws")]
+    with _running(args, tmp_path) as process:
+        assert _read_stdout_line(process, 60) == READY.format(port=port)
+        session = new_session(f"sc://127.0.0.1:{port}")
+        try:
+            assert session.range(3).count() == 3
+        finally:
+            session.stop()
+        _stop_and_check(process, signal.SIGTERM)
+
+
+def test_serve_local_starts_and_stops_its_own_spark(tmp_path: Path) -> None:
+    before = _spark_connect_pids()
+    port = free_port()
+    with _running(["serve", "--local", "--port", str(port), "--workspace", str(tmp_path / "ws")], tmp_path) as process:
+        assert _read_stdout_line(process, 240) == READY.format(port=port)
+        started = _spark_connect_pids() - before
+        assert len(started) == 1, started
+        session = new_session(f"sc://127.0.0.1:{port}")
+        try:
+            assert session.sql("SELECT 6 * 7 AS x").first().x == 42  # type: ignore[union-attr]
+        finally:
+            session.stop()
+        _stop_and_check(process, signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while started & _spark_connect_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not started & _spark_connect_pids(), "the embedded JVM outlived the CLI"
+
+
+def test_serve_local_without_java_says_so(tmp_path: Path) -> None:
+    env = {k: v for k, v in _env().items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)
+    result = subprocess.run(
+        [CLI, "serve", "--local", "--port", "0", "--workspace", str(tmp_path / "ws")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Java 17 or newer is needed" in result.stderr
+
+
+def test_serve_refuses_a_busy_port(upstream: Upstream, gateway_port_in_use: int, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [CLI, "serve", "--upstream", upstream.address, "--port", str(gateway_port_in_use)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{gateway_port_in_use}" in result.stderr
+
+
+@pytest.fixture
+def gateway_port_in_use() -> Iterator[int]:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]

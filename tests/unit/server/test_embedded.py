@@ -1,0 +1,62 @@
+"""Finding a usable Java for the embedded Spark Connect server."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from connect_plugin.errors import EnvironmentProblem
+from connect_plugin.server.embedded import EmbeddedSparkConnect, find_java, parse_java_version
+
+
+@pytest.mark.parametrize(
+    ("banner", "version"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15', 17),
+        ('java version "1.8.0_392"', 8),
+        ('openjdk version "21" 2023-09-19', 21),
+        ('openjdk version "11.0.2" 2019-01-15', 11),
+    ],
+)
+def test_parse_java_version(banner: str, version: int) -> None:
+    assert parse_java_version(banner) == version
+
+
+def test_missing_java_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match="no java was found"):
+        find_java({"PATH": str(tmp_path)})
+
+
+def _fake_java(folder: Path, banner: str) -> Path:
+    java = folder / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text(f"#!/bin/sh\necho '{banner}' >&2\n")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    return java
+
+
+def test_old_java_is_refused_with_its_version(tmp_path: Path) -> None:
+    _fake_java(tmp_path / "jdk11", 'openjdk version "11.0.2" 2019-01-15')
+    with pytest.raises(EnvironmentProblem, match=r"needs Java 17 or newer, but .* is Java 11"):
+        find_java({"JAVA_HOME": str(tmp_path / "jdk11"), "PATH": ""})
+
+
+def test_java_home_wins_over_path(tmp_path: Path) -> None:
+    java = _fake_java(tmp_path / "jdk21", 'openjdk version "21" 2023-09-19')
+    assert find_java({"JAVA_HOME": str(tmp_path / "jdk21"), "PATH": os.environ["PATH"]}) == (java, 21)
+
+
+def test_command_binds_loopback_and_uses_this_interpreter(tmp_path: Path) -> None:
+    import sys
+
+    (tmp_path / "spark-defaults.conf").write_text("spark.ui.enabled false\n")
+    server = EmbeddedSparkConnect(conf_dir=tmp_path, port=12345, extra_conf={"spark.x": "y"})
+    command = server.command()
+    assert "spark.connect.grpc.binding.address=127.0.0.1" in command
+    assert "spark.connect.grpc.binding.port=12345" in command
+    assert f"spark.pyspark.python={sys.executable}" in command
+    assert command[command.index("--properties-file") + 1] == str(tmp_path / "spark-defaults.conf")
+    assert "spark.x=y" in command

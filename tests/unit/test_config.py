@@ -1,0 +1,69 @@
+"""Configuration: arguments over environment over the TOML file over defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connect_plugin.config import Config, load_config
+from connect_plugin.errors import ConfigError
+
+
+def _conf_dir(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "connect-plugin.toml").write_text(body)
+    return tmp_path
+
+
+def test_precedence_arguments_env_file_default(tmp_path: Path) -> None:
+    conf_dir = _conf_dir(tmp_path, '[gateway]\nport = 1111\nhost = "0.0.0.0"\nlog_level = "DEBUG"\n')
+    env = {"CONNECT_PLUGIN_PORT": "2222", "CONNECT_PLUGIN_HOST": "127.0.0.2"}
+    config = load_config({"port": 3333, "conf_dir": conf_dir}, env)
+    assert config.port == 3333
+    assert config.host == "127.0.0.2"
+    assert config.log_level == "DEBUG"
+    assert config.temp_workspace_name == Config().temp_workspace_name
+
+
+def test_env_values_are_typed(tmp_path: Path) -> None:
+    env = {
+        "CONNECT_PLUGIN_LOCAL": "yes",
+        "CONNECT_PLUGIN_WORKSPACE": str(tmp_path / "ws"),
+        "CONNECT_PLUGIN_FORWARD_EXTENSIONS": "delta.connect., io.x.",
+        "CONNECT_PLUGIN_SHUTDOWN_GRACE_S": "0.5",
+    }
+    config = load_config({"conf_dir": tmp_path}, env)
+    assert config.local is True
+    assert config.workspace == tmp_path / "ws"
+    assert config.forward_extensions == ("delta.connect.", "io.x.")
+    assert config.shutdown_grace_s == 0.5
+
+
+def test_unknown_file_setting_is_named(tmp_path: Path) -> None:
+    conf_dir = _conf_dir(tmp_path, "[gateway]\nprot = 1\n")
+    with pytest.raises(ConfigError, match=r"unknown settings in \[gateway\]: prot"):
+        load_config({"conf_dir": conf_dir}, {})
+
+
+def test_bad_env_value_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="setting port: cannot read 'abc'"):
+        load_config({"conf_dir": tmp_path}, {"CONNECT_PLUGIN_PORT": "abc"})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"port": 70000}, "outside 0..65535"),
+        ({"upstream": "http://x:1"}, "must be a Spark Connect URL"),
+        ({"local": True, "upstream": "sc://x:1"}, "either local"),
+        ({"temp_workspace_name": "a.b"}, "plain identifier"),
+    ],
+)
+def test_invalid_settings_are_refused(arguments: dict[str, object], message: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config({**arguments, "conf_dir": tmp_path}, {})
+
+
+def test_upstream_target_defaults_the_spark_port() -> None:
+    assert Config(upstream="sc://spark").upstream_target == "spark:15002"
+    assert Config(upstream="sc://spark:99/;user_id=a").upstream_target == "spark:99"
