@@ -42,3 +42,43 @@ class SessionMismatch(ConnectPluginError):
 
 class ScanError(ConnectPluginError):
     """Base class of errors raised by the scan framework."""
+
+
+class LoaderStateError(ScanError):
+    """A result set loader call came at the wrong point of the batch and row protocol."""
+
+
+class BatchFull(LoaderStateError):
+    """A row was started on a full batch; harvest it and start the next batch first."""
+
+
+class ColumnNotFound(ScanError):
+    """A row writer was asked for a column that was never added."""
+
+
+class DuplicateColumn(ScanError):
+    """A column was added under a name that, ignoring case, already exists."""
+
+
+class UnsupportedColumnType(ScanError):
+    """A column has an Arrow type the row writer cannot build."""
+
+
+class ColumnTypeError(ScanError):
+    """A value does not fit the type of the column it was written to."""
+
+
+class MissingValue(ScanError):
+    """A non-nullable column whose type has no empty value was left without a value."""
+
+
+class RowShapeError(ScanError):
+    """A row given to a bulk write is not a tuple or mapping with one value per column."""
+
+
+class ValueTooLarge(ScanError):
+    """A single value needs more bytes than a whole batch may hold."""
+
+
+class RowTooLarge(ScanError):
+    """One row needs more bytes than a whole batch may hold."""
