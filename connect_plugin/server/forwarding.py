@@ -93,30 +93,32 @@ class Forwarder:
 
     def _method_handler(self, method: MethodDescriptor) -> grpc.RpcMethodHandler:
         path = f"/{SERVICE_NAME}/{method.name}"
-        name = method.name
         decode: type[Message] | None = None
-        if self._request_hook is not None and _holds_plan(method.input_type):
+        if self._request_hook is not None and not method.client_streaming and _holds_plan(
+            method.input_type
+        ):
             decode = getattr(base_pb2, method.input_type.name, None) or GetMessageClass(
                 method.input_type
             )
-        if method.client_streaming and method.server_streaming:
-            return grpc.stream_stream_rpc_method_handler(
-                self._stream_stream(name, self._channel.stream_stream(path))
-            )
-        if method.client_streaming:
-            return grpc.stream_unary_rpc_method_handler(
-                self._stream_unary(name, self._channel.stream_unary(path))
-            )
+        kind = (method.client_streaming, method.server_streaming)
+        make_call = {
+            (False, False): self._channel.unary_unary,
+            (False, True): self._channel.unary_stream,
+            (True, False): self._channel.stream_unary,
+            (True, True): self._channel.stream_stream,
+        }[kind](path)
         if method.server_streaming:
-            return grpc.unary_stream_rpc_method_handler(
-                self._unary_stream(name, self._channel.unary_stream(path), decode)
-            )
-        return grpc.unary_unary_rpc_method_handler(
-            self._unary_unary(name, self._channel.unary_unary(path), decode)
-        )
+            forward_stream = self._streaming(method.name, make_call, decode)
+            if method.client_streaming:
+                return grpc.stream_stream_rpc_method_handler(forward_stream)
+            return grpc.unary_stream_rpc_method_handler(forward_stream)
+        forward = self._single(method.name, make_call, decode)
+        if method.client_streaming:
+            return grpc.stream_unary_rpc_method_handler(forward)
+        return grpc.unary_unary_rpc_method_handler(forward)
 
     async def _inspect(
-        self, name: str, decode: type[Message] | None, request: bytes, context: Any
+        self, name: str, decode: type[Message] | None, request: Any, context: Any
     ) -> None:
         if decode is None or self._request_hook is None:
             return
@@ -138,10 +140,12 @@ class Forwarder:
         if trailing:
             context.set_trailing_metadata(tuple(trailing))
 
-    def _unary_unary(
-        self, name: str, upstream: grpc.aio.UnaryUnaryMultiCallable, decode: type[Message] | None
-    ) -> Callable[[bytes, Any], Awaitable[bytes]]:
-        async def forward(request: bytes, context: Any) -> bytes:
+    def _single(
+        self, name: str, upstream: Callable[..., Any], decode: type[Message] | None
+    ) -> Callable[[Any, Any], Awaitable[bytes]]:
+        """Forwarder for RPCs with one response; the request is bytes or a stream of them."""
+
+        async def forward(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
             await self._inspect(name, decode, request, context)
             call = upstream(
@@ -162,10 +166,12 @@ class Forwarder:
 
         return forward
 
-    def _unary_stream(
-        self, name: str, upstream: grpc.aio.UnaryStreamMultiCallable, decode: type[Message] | None
-    ) -> Callable[[bytes, Any], AsyncIterator[bytes]]:
-        async def forward(request: bytes, context: Any) -> AsyncIterator[bytes]:
+    def _streaming(
+        self, name: str, upstream: Callable[..., Any], decode: type[Message] | None
+    ) -> Callable[[Any, Any], AsyncIterator[bytes]]:
+        """Forwarder for RPCs with a response stream, relayed message by message."""
+
+        async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
             await self._inspect(name, decode, request, context)
             call = upstream(
@@ -178,52 +184,6 @@ class Forwarder:
                 read = call.read
                 eof = grpc.aio.EOF
                 while (response := await read()) is not eof:
-                    yield response
-                await self._finish(call, context)
-            except grpc.aio.AioRpcError as error:
-                await relay_upstream_error(error, context)
-            finally:
-                if not call.done():
-                    call.cancel()
-
-        return forward
-
-    def _stream_unary(
-        self, name: str, upstream: grpc.aio.StreamUnaryMultiCallable
-    ) -> Callable[[AsyncIterator[bytes], Any], Awaitable[bytes]]:
-        async def forward(requests: AsyncIterator[bytes], context: Any) -> bytes:
-            self.calls[name] += 1
-            call = upstream(
-                requests,
-                metadata=forwardable_metadata(context.invocation_metadata()),
-                timeout=context.time_remaining(),
-            )
-            try:
-                response: bytes = await call
-            except grpc.aio.AioRpcError as error:
-                await relay_upstream_error(error, context)
-            except asyncio.CancelledError:
-                call.cancel()
-                raise
-            await self._send_initial_metadata(call, context)
-            await self._finish(call, context)
-            return response
-
-        return forward
-
-    def _stream_stream(
-        self, name: str, upstream: grpc.aio.StreamStreamMultiCallable
-    ) -> Callable[[AsyncIterator[bytes], Any], AsyncIterator[bytes]]:
-        async def forward(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
-            self.calls[name] += 1
-            call = upstream(
-                requests,
-                metadata=forwardable_metadata(context.invocation_metadata()),
-                timeout=context.time_remaining(),
-            )
-            try:
-                await self._send_initial_metadata(call, context)
-                async for response in call:
                     yield response
                 await self._finish(call, context)
             except grpc.aio.AioRpcError as error:

@@ -75,17 +75,13 @@ _FALLBACK = _Mapping(
 )
 
 
-def mapping_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
-    """The gRPC code and ``errorClass`` the client will see for ``exc``."""
-    for cls, mapping in _MAPPINGS:
-        if isinstance(exc, cls):
-            return mapping.code, mapping.error_class
-    return _FALLBACK.code, _FALLBACK.error_class
+def _mapping(exc: BaseException) -> _Mapping:
+    return next((m for cls, m in _MAPPINGS if isinstance(exc, cls)), _FALLBACK)
 
 
 def to_grpc_status(exc: BaseException) -> grpc.Status:
     """A status whose details let pyspark rebuild a typed exception."""
-    mapping = next((m for cls, m in _MAPPINGS if isinstance(exc, cls)), _FALLBACK)
+    mapping = _mapping(exc)
     message = f"[{mapping.error_class}] {exc}"
     info = error_details_pb2.ErrorInfo(
         reason=type(exc).__name__,
