@@ -246,20 +246,3 @@ def test_deadline_reaches_upstream(gateway: Gateway, unique_name: str) -> None:
             session_id=request.session_id, user_context=request.user_context
         )
         stub.ReleaseSession(release, timeout=30)
-
-
-def test_request_metadata_reaches_upstream(gateway: Gateway) -> None:
-    """Spark Connect reads no custom header, but it does reject a bad one, so a
-    malformed session header sent only as metadata must surface from Spark."""
-    with grpc.insecure_channel(f"127.0.0.1:{gateway.port}") as channel:
-        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
-        request = base_pb2.ConfigRequest(
-            session_id="0c8c1f4e-5a44-4f0e-b1d4-37b3f2c1f0aa",
-            user_context=base_pb2.UserContext(user_id="meta"),
-        )
-        request.operation.get_all.SetInParent()
-        reply, call = stub.Config.with_call(
-            request, metadata=(("x-connect-plugin-test", "1"),), timeout=30
-        )
-        assert reply.session_id == request.session_id
-        assert call.code() == grpc.StatusCode.OK
