@@ -49,24 +49,24 @@ def gateway(upstream: Upstream, workspace: Path) -> Iterator[Gateway]:
         running.stop()
 
 
-@pytest.fixture
-def spark(gateway: Gateway) -> Iterator[SparkSession]:
-    """A client session through the gateway."""
-    session = new_session(gateway.address)
+def _session_at(address: str) -> Iterator[SparkSession]:
+    session = new_session(address)
     try:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture
+def spark(gateway: Gateway) -> Iterator[SparkSession]:
+    """A client session through the gateway."""
+    yield from _session_at(gateway.address)
 
 
 @pytest.fixture
 def direct(upstream: Upstream) -> Iterator[SparkSession]:
     """A client session straight to Spark Connect, for side-by-side comparisons."""
-    session = new_session(upstream.address)
-    try:
-        yield session
-    finally:
-        session.stop()
+    yield from _session_at(upstream.address)
 
 
 @pytest.fixture
