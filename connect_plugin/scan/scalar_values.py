@@ -227,7 +227,22 @@ class DateRules(ValueRules):
         raise ValueMismatch(self.describe(), value)
 
 
-class TemporalRules(ValueRules):
+class ArrowConvertedRules(ValueRules):
+    """Exact Python types pass as they are; ``refused`` ones never reach Arrow,
+    which would convert them silently; anything else gets Arrow's own rules."""
+
+    __slots__ = ()
+    refused: tuple[type, ...] = (bool,)
+
+    def accept(self, value: Any) -> tuple[Any, int]:
+        if type(value) in self.exact:
+            return value, 0
+        if isinstance(value, self.refused):
+            raise ValueMismatch(self.describe(), value)
+        return self._by_arrow(value)
+
+
+class TemporalRules(ArrowConvertedRules):
     """Timestamps, times and durations, converted by Arrow's own rules."""
 
     __slots__ = ()
@@ -244,16 +259,10 @@ class TemporalRules(ValueRules):
             arrow_type, nullable, width=arrow_type.bit_width // 8, empty=empty, exact=exact
         )
 
-    def accept(self, value: Any) -> tuple[Any, int]:
-        if type(value) in self.exact:
-            return value, 0
-        if isinstance(value, bool):
-            raise ValueMismatch(self.describe(), value)
-        return self._by_arrow(value)
 
-
-class DecimalRules(ValueRules):
+class DecimalRules(ArrowConvertedRules):
     __slots__ = ()
+    refused = (bool, float)
 
     def __init__(self, arrow_type: pa.DataType, nullable: bool) -> None:
         super().__init__(
@@ -263,13 +272,6 @@ class DecimalRules(ValueRules):
             empty=0,
             exact=frozenset({decimal.Decimal, int}),
         )
-
-    def accept(self, value: Any) -> tuple[Any, int]:
-        if type(value) is decimal.Decimal or type(value) is int:
-            return value, 0
-        if isinstance(value, (bool, float)):
-            raise ValueMismatch(self.describe(), value)
-        return self._by_arrow(value)
 
 
 class NullRules(ValueRules):
