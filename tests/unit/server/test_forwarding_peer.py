@@ -93,7 +93,8 @@ def test_metadata_deadline_bytes_and_trailers_pass_through(
     assert reply.session_id == "from-peer"
     assert recorder.seen["metadata"]["x-client-header"] == "v1"
     assert recorder.seen["metadata"]["x-bin"] == b"\x00\xff"
-    assert 5.0 < recorder.seen["time_remaining"] <= 7.0
+    # gRPC encodes timeouts coarsely, so the peer may see a few ms more than was set.
+    assert 5.0 < recorder.seen["time_remaining"] <= 7.5
     assert recorder.seen["request"] == request.SerializeToString()
     assert ("x-peer-trailer", "t1") in tuple(call.trailing_metadata())
 
