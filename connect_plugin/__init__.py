@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
+from connect_plugin.client import create_temp_table, drop_temp_table, temp_table, temp_tables
+
 __version__ = "0.1.0"
+
+__all__ = ["create_temp_table", "drop_temp_table", "temp_table", "temp_tables"]

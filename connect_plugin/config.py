@@ -34,6 +34,10 @@ def default_workspace() -> Path:
     )
 
 
+TEMP_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "text")
+"""The formats Spark writes natively, which temporary tables may use."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Everything the gateway and the embedded Spark Connect server read."""
@@ -44,6 +48,7 @@ class Config:
     local: bool = False
     workspace: Path = dataclasses.field(default_factory=default_workspace)
     temp_workspace_name: str = "tmp"
+    temp_table_format: str = "parquet"
     conf_dir: Path | None = REPO_CONF_DIR if REPO_CONF_DIR.is_dir() else None
     spark_master: str = "local[*]"
     upstream_start_timeout_s: float = 180.0
@@ -61,6 +66,11 @@ class Config:
         if self.upstream is not None and not self.upstream.startswith("sc://"):
             raise ConfigError(
                 f"upstream {self.upstream!r} must be a Spark Connect URL such as sc://host:15002"
+            )
+        if self.temp_table_format.lower() not in TEMP_TABLE_FORMATS:
+            raise ConfigError(
+                f"temp_table_format {self.temp_table_format!r} is not one of "
+                + ", ".join(TEMP_TABLE_FORMATS)
             )
         if not self.temp_workspace_name.isidentifier():
             raise ConfigError(

@@ -40,6 +40,26 @@ class SessionMismatch(ConnectPluginError):
     """A plugin message carries a session id other than the session of its request."""
 
 
+class TempTableError(ConnectPluginError):
+    """A temporary table statement cannot be carried out as written."""
+
+
+class TempTableExists(TempTableError):
+    """The name is already taken by a temporary table or view of this session."""
+
+
+class TempTableNotFound(TempTableError):
+    """No temporary table of this session has that name."""
+
+
+class TempTableQueryFailed(TempTableError):
+    """Spark failed while running the query or the write of a temporary table."""
+
+
+class WorkspaceError(ConnectPluginError):
+    """The temporary workspace cannot be created, written or cleaned."""
+
+
 class ScanError(ConnectPluginError):
     """Base class of errors raised by the scan framework."""
 
@@ -82,3 +102,19 @@ class ValueTooLarge(ScanError):
 
 class RowTooLarge(ScanError):
     """One row needs more bytes than a whole batch may hold."""
+
+
+class InvalidScanSpec(ScanError):
+    """A scan request names no paths, an unknown format or policy, or a malformed column."""
+
+
+class ScanPathNotFound(ScanError):
+    """A path or glob of a scan matches no file or directory."""
+
+
+class SchemaConflict(ScanError):
+    """Files give a column types that no widening rule reconciles and no schema settles."""
+
+
+class BadRecord(ScanError):
+    """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""

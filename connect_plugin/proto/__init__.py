@@ -9,6 +9,7 @@ from connect_plugin.proto.relations_pb2 import (
     DropTempTable,
     ListTempTables,
     Partitioning,
+    ReadTempTable,
     Scan,
     SchemaPolicy,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "DropTempTable",
     "ListTempTables",
     "Partitioning",
+    "ReadTempTable",
     "Scan",
     "SchemaPolicy",
 ]

@@ -79,6 +79,14 @@ class ListTempTables(_message.Message):
     session_id: str
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
+class ReadTempTable(_message.Message):
+    __slots__ = ("session_id", "name")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    name: str
+    def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
 class Scan(_message.Message):
     __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options")
     class OptionsEntry(_message.Message):

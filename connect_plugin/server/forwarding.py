@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import grpc
@@ -32,9 +33,34 @@ SERVICE_NAME = SERVICE.full_name
 
 _HOP_BY_HOP_METADATA = frozenset(("user-agent", "te", "content-type", "grpc-accept-encoding"))
 
-RequestHook = Callable[[str, Message, grpc.aio.ServicerContext], Awaitable[None]]
-"""Called with (method name, decoded request, context) before a plan-carrying
-request is forwarded; raises a ``ConnectPluginError`` to refuse it."""
+@dataclass
+class Interception:
+    """What the gateway does with a request instead of forwarding it as it came.
+
+    ``prepare`` (streaming methods) runs first and may yield extra responses
+    for the client, such as progress, and set ``request``; ``request``
+    replaces the client's request upstream; ``answer`` replies without asking
+    upstream at all; ``finish`` runs once the upstream call has succeeded.
+    """
+
+    request: Message | None = None
+    answer: Message | None = None
+    prepare: Callable[[Interception], AsyncIterator[Message]] | None = None
+    finish: Callable[[], Awaitable[None]] | None = None
+
+
+RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
+"""Called with (method name, decoded request, context) before a request is
+forwarded; raises a ``ConnectPluginError`` to refuse it."""
+
+
+def plan_methods() -> tuple[str, ...]:
+    """The service methods whose requests can hold a plan (and so plugin messages)."""
+    return tuple(
+        method.name
+        for method in SERVICE.methods
+        if not method.client_streaming and _holds_plan(method.input_type)
+    )
 
 
 def _holds_plan(descriptor: Descriptor, seen: set[str] | None = None) -> bool:
@@ -82,9 +108,9 @@ async def abort_with(exc: ConnectPluginError, context: Any) -> NoReturn:
 class Forwarder:
     """Builds one generic handler that forwards every method of the service."""
 
-    def __init__(self, channel: grpc.aio.Channel, request_hook: RequestHook | None = None):
+    def __init__(self, channel: grpc.aio.Channel, hooks: Mapping[str, RequestHook] | None = None):
         self._channel = channel
-        self._request_hook = request_hook
+        self._hooks = dict(hooks or {})
         self.calls: collections.Counter[str] = collections.Counter()
 
     def handler(self) -> grpc.GenericRpcHandler:
@@ -94,9 +120,7 @@ class Forwarder:
     def _method_handler(self, method: MethodDescriptor) -> grpc.RpcMethodHandler:
         path = f"/{SERVICE_NAME}/{method.name}"
         decode: type[Message] | None = None
-        if self._request_hook is not None and not method.client_streaming and _holds_plan(
-            method.input_type
-        ):
+        if method.name in self._hooks and not method.client_streaming:
             decode = getattr(base_pb2, method.input_type.name, None) or GetMessageClass(
                 method.input_type
             )
@@ -119,13 +143,23 @@ class Forwarder:
 
     async def _inspect(
         self, name: str, decode: type[Message] | None, request: Any, context: Any
-    ) -> None:
-        if decode is None or self._request_hook is None:
-            return
+    ) -> Interception | None:
+        if decode is None:
+            return None
         try:
-            await self._request_hook(name, decode.FromString(request), context)
+            return await self._hooks[name](name, decode.FromString(request), context)
         except ConnectPluginError as exc:
             log.info("refused %s: %s", name, exc)
+            await abort_with(exc, context)
+
+    @staticmethod
+    async def _finish_interception(handling: Interception | None, name: str, context: Any) -> None:
+        if handling is None or handling.finish is None:
+            return
+        try:
+            await handling.finish()
+        except ConnectPluginError as exc:
+            log.warning("%s succeeded upstream but its follow-up failed: %s", name, exc)
             await abort_with(exc, context)
 
     @staticmethod
@@ -147,7 +181,12 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
-            await self._inspect(name, decode, request, context)
+            handling = await self._inspect(name, decode, request, context)
+            if handling is not None:
+                if handling.answer is not None:
+                    return handling.answer.SerializeToString()
+                if handling.request is not None:
+                    request = handling.request.SerializeToString()
             call = upstream(
                 request,
                 metadata=forwardable_metadata(context.invocation_metadata()),
@@ -162,6 +201,7 @@ class Forwarder:
                 raise
             await self._send_initial_metadata(call, context)
             await self._finish(call, context)
+            await self._finish_interception(handling, name, context)
             return response
 
         return forward
@@ -173,7 +213,17 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            await self._inspect(name, decode, request, context)
+            handling = await self._inspect(name, decode, request, context)
+            if handling is not None:
+                if handling.prepare is not None:
+                    try:
+                        async for extra in handling.prepare(handling):
+                            yield extra.SerializeToString()
+                    except ConnectPluginError as exc:
+                        log.info("refused %s: %s", name, exc)
+                        await abort_with(exc, context)
+                if handling.request is not None:
+                    request = handling.request.SerializeToString()
             call = upstream(
                 request,
                 metadata=forwardable_metadata(context.invocation_metadata()),
@@ -186,6 +236,7 @@ class Forwarder:
                 while (response := await read()) is not eof:
                     yield response
                 await self._finish(call, context)
+                await self._finish_interception(handling, name, context)
             except grpc.aio.AioRpcError as error:
                 await relay_upstream_error(error, context)
             finally:

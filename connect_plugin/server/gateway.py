@@ -12,14 +12,14 @@ import threading
 from typing import Any
 
 import grpc
-from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
-from connect_plugin.errors import ConfigError, NotSupportedYet
+from connect_plugin.errors import ConfigError
 from connect_plugin.server.channels import server_options, upstream_channel
-from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder
-from connect_plugin.server.plans import find_extensions
+from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, plan_methods
+from connect_plugin.server.intercept import PluginHandlers
+from connect_plugin.server.temp_tables import TempTables
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ class Gateway:
         self._health: Any = None
         self._stopped = threading.Event()
         self.forwarder: Forwarder | None = None
+        self.temp_tables: TempTables | None = None
 
     @property
     def address(self) -> str:
@@ -60,7 +61,9 @@ class Gateway:
 
     async def _start(self) -> None:
         self._channel = upstream_channel(self.config)
-        self.forwarder = Forwarder(self._channel, request_hook=self._inspect_plan)
+        self.temp_tables = TempTables(self.config, self._channel)
+        handlers = PluginHandlers(self.config, self.temp_tables)
+        self.forwarder = Forwarder(self._channel, hooks=handlers.hooks(plan_methods()))
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
         self._health = health.aio.HealthServicer()
@@ -78,18 +81,6 @@ class Gateway:
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)
         log.info("gateway listening on %s:%d -> %s", self.config.host, self.port, self.config.upstream)
-
-    async def _inspect_plan(self, method: str, request: Message, context: Any) -> None:
-        found = find_extensions(
-            request,
-            session_id=request.session_id,  # type: ignore[attr-defined]
-            forwarded_prefixes=self.config.forward_extensions,
-        )
-        if found:
-            raise NotSupportedYet(
-                f"[{found[0].type_name}] is a connect-plugin message this gateway "
-                "version cannot execute yet"
-            )
 
     def stop(self, grace: float | None = None) -> None:
         """Stop serving (finishing in-flight calls for ``grace`` seconds) and close."""

@@ -24,6 +24,7 @@ PLUGIN_MESSAGES: dict[str, type[Message]] = {
         proto.CreateTempTableAsSelect,
         proto.DropTempTable,
         proto.ListTempTables,
+        proto.ReadTempTable,
         proto.Scan,
     )
 }

@@ -53,6 +53,46 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.TempTableExists,
+        _Mapping(
+            grpc.StatusCode.ALREADY_EXISTS,
+            "org.apache.spark.sql.AnalysisException",
+            "CONNECT_PLUGIN.TEMP_TABLE_EXISTS",
+        ),
+    ),
+    (
+        errors.TempTableNotFound,
+        _Mapping(
+            grpc.StatusCode.NOT_FOUND,
+            "org.apache.spark.sql.AnalysisException",
+            "CONNECT_PLUGIN.TEMP_TABLE_NOT_FOUND",
+        ),
+    ),
+    (
+        errors.TempTableQueryFailed,
+        _Mapping(
+            grpc.StatusCode.INTERNAL,
+            "org.apache.spark.SparkException",
+            "CONNECT_PLUGIN.TEMP_TABLE_QUERY_FAILED",
+        ),
+    ),
+    (
+        errors.TempTableError,
+        _Mapping(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "org.apache.spark.sql.AnalysisException",
+            "CONNECT_PLUGIN.TEMP_TABLE",
+        ),
+    ),
+    (
+        errors.WorkspaceError,
+        _Mapping(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "org.apache.spark.SparkException",
+            "CONNECT_PLUGIN.WORKSPACE",
+        ),
+    ),
+    (
         errors.PlanError,
         _Mapping(
             grpc.StatusCode.INVALID_ARGUMENT,

@@ -42,7 +42,13 @@ def test_every_proto_message_carries_a_session_id() -> None:
 
     assert set(PLUGIN_MESSAGES) == {
         f"connect_plugin.v1.{name}"
-        for name in ("CreateTempTableAsSelect", "DropTempTable", "ListTempTables", "Scan")
+        for name in (
+            "CreateTempTableAsSelect",
+            "DropTempTable",
+            "ListTempTables",
+            "ReadTempTable",
+            "Scan",
+        )
     }
     for cls in PLUGIN_MESSAGES.values():
         assert "session_id" in cls.DESCRIPTOR.fields_by_name, cls.DESCRIPTOR.full_name

@@ -1,0 +1,363 @@
+"""Session temporary tables: create, drop, list, read, release.
+
+Spark does the data work in the user's own session: the query result is
+written under ``<workspace>/<session_id>/<uuid>/`` with its rows counted by
+an observation on the same job, the folder is made private, and a temporary
+view over the files with the written schema gives the table its name. Every
+step that fails undoes the ones before it, so a failed statement leaves no
+files, no view and no registry entry.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
+from pyspark.sql.types import StructType
+
+from connect_plugin.config import TEMP_TABLE_FORMATS, Config
+from connect_plugin.errors import (
+    TempTableError,
+    TempTableExists,
+    TempTableNotFound,
+    TempTableQueryFailed,
+    WorkspaceError,
+)
+from connect_plugin.server import results
+from connect_plugin.server.registry import SessionEntry, SessionRegistry, TempTable
+from connect_plugin.server.statements import Name, check_table_name
+from connect_plugin.server.upstream import (
+    SessionContext,
+    UpstreamFailed,
+    UpstreamSession,
+    literal,
+    quote_identifier,
+)
+from connect_plugin.server.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
+_ROWS_METRIC = "rows"
+
+ProgressSink = Callable[[spark_proto.ExecutePlanResponse], None]
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    """A CTTAS, from SQL or from the Python API."""
+
+    name: Name
+    input: spark_proto.Relation
+    column_names: tuple[str, ...] = ()
+    partition_columns: tuple[str, ...] = ()
+    format: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    if_not_exists: bool = False
+    or_replace: bool = False
+
+
+class TempTables:
+    """The gateway's temp-table service over one workspace and one registry."""
+
+    def __init__(self, config: Config, channel: grpc.aio.Channel) -> None:
+        self.config = config
+        self.workspace = Workspace(config.workspace)
+        self.registry = SessionRegistry()
+        self._channel = channel
+
+    def upstream(self, context: SessionContext) -> UpstreamSession:
+        return UpstreamSession(self._channel, context)
+
+    def lookup(self, context: SessionContext, name: Name) -> TempTable | None:
+        """The session's temp table ``name`` refers to, if it refers to one."""
+        if name.qualifier is not None and name.qualifier.lower() != self._workspace_name:
+            return None
+        if len(name.parts) > 2:
+            return None
+        return self.registry.table(context.user_id, context.session_id, name.name)
+
+    @property
+    def _workspace_name(self) -> str:
+        return self.config.temp_workspace_name.lower()
+
+    async def create(
+        self, context: SessionContext, request: CreateRequest, progress: ProgressSink | None = None
+    ) -> spark_proto.Relation:
+        name = check_table_name(request.name, self.config.temp_workspace_name)
+        upstream = self.upstream(context)
+        entry = self.registry.session(context.user_id, context.session_id)
+        async with entry.lock:
+            existing = entry.tables.get(name.lower())
+            taken = existing is not None or await self._is_temp_view(upstream, name)
+            if taken and request.if_not_exists:
+                return results.status(False, self._exists_message(name))
+            if taken and not request.or_replace:
+                raise TempTableExists(
+                    self._exists_message(name) + "; drop it first or use CREATE OR REPLACE"
+                )
+            fmt = await self._format(upstream, request.format, name)
+            source = await self._shaped_input(upstream, request, name)
+            written = self._check_shape(source.schema, request.partition_columns, fmt, name)
+            log.info("Temporary table [%s] is being created.", name)
+            folder = self.workspace.new_table_folder(context.session_id)
+            try:
+                rows = await self._write(upstream, source.relation, folder, fmt, request, progress)
+                self.workspace.secure(folder)
+                await self._create_view(upstream, name, folder, fmt, written, request, taken)
+            except BaseException:
+                self.workspace.remove(folder)
+                raise
+            entry.tables[name.lower()] = TempTable(
+                name=name,
+                location=folder,
+                format=fmt,
+                schema_json=written.json(),
+                partition_columns=request.partition_columns,
+                options=dict(request.options),
+                rows=rows,
+                created=datetime.datetime.now(datetime.timezone.utc),
+            )
+            if existing is not None:
+                self.workspace.remove(existing.location)
+            return results.created(name, rows)
+
+    def _exists_message(self, name: str) -> str:
+        return (
+            f"A table or view with given name [{name}] already exists in schema "
+            f"[{self.config.temp_workspace_name}]"
+        )
+
+    @staticmethod
+    async def _is_temp_view(upstream: UpstreamSession, name: str) -> bool:
+        relation = spark_proto.Relation()
+        relation.sql.query = "SHOW VIEWS"
+        try:
+            rows = await upstream.rows(relation)
+        except UpstreamFailed as exc:
+            raise TempTableQueryFailed(f"cannot list the session's views: {exc}") from exc
+        return any(
+            bool(row.get("isTemporary")) and str(row.get("viewName", "")).lower() == name.lower()
+            for row in rows
+        )
+
+    async def _format(self, upstream: UpstreamSession, given: str | None, name: str) -> str:
+        fmt = given
+        if not fmt:
+            fmt = (await upstream.config([SESSION_FORMAT_KEY])).get(SESSION_FORMAT_KEY)
+        fmt = (fmt or self.config.temp_table_format).lower()
+        if fmt not in TEMP_TABLE_FORMATS:
+            raise TempTableError(
+                f"unknown format [{fmt}] for temporary table [{name}]; use one of "
+                + ", ".join(TEMP_TABLE_FORMATS)
+            )
+        return fmt
+
+    async def _shaped_input(
+        self, upstream: UpstreamSession, request: CreateRequest, name: str
+    ) -> _Source:
+        """The query, renamed by the column list when there is one, with its schema."""
+        relation = request.input
+        schema = await self._schema(upstream, relation, name)
+        if request.column_names:
+            if len(request.column_names) != len(schema.fields):
+                raise TempTableError(
+                    f"temporary table [{name}]: the column list names "
+                    f"{len(request.column_names)} columns but the query returns "
+                    f"{len(schema.fields)} ({', '.join(schema.names)})"
+                )
+            renamed = spark_proto.Relation()
+            renamed.to_df.input.CopyFrom(relation)
+            renamed.to_df.column_names.extend(request.column_names)
+            relation = renamed
+            schema = await self._schema(upstream, relation, name)
+        return _Source(relation, schema)
+
+    @staticmethod
+    async def _schema(upstream: UpstreamSession, relation: spark_proto.Relation, name: str) -> StructType:
+        try:
+            data_type = proto_schema_to_pyspark_data_type(await upstream.schema(relation))
+        except UpstreamFailed as exc:
+            raise TempTableQueryFailed(
+                f"Temporary table [{name}] was not created: {exc.message}"
+            ) from exc
+        assert isinstance(data_type, StructType)
+        return data_type
+
+    @staticmethod
+    def _check_shape(
+        schema: StructType, partition_columns: tuple[str, ...], fmt: str, name: str
+    ) -> StructType:
+        """The schema the files will have once written (partition columns last)."""
+        by_name = {f.name.lower(): f for f in schema.fields}
+        for column in partition_columns:
+            if column.lower() not in by_name:
+                raise TempTableError(
+                    f"temporary table [{name}]: partition column [{column}] is not in the "
+                    f"select list ({', '.join(schema.names)})"
+                )
+        partition_keys = {c.lower() for c in partition_columns}
+        data = [f for f in schema.fields if f.name.lower() not in partition_keys]
+        if fmt == "text" and (len(data) != 1 or data[0].dataType.typeName() != "string"):
+            raise TempTableError(
+                f"temporary table [{name}]: format text needs exactly one string column "
+                f"besides the partition columns, the query gives {schema.simpleString()}"
+            )
+        if not data:
+            raise TempTableError(
+                f"temporary table [{name}]: every column is a partition column; keep at least "
+                "one data column"
+            )
+        return StructType([*data, *(by_name[c.lower()] for c in partition_columns)])
+
+    async def _write(
+        self,
+        upstream: UpstreamSession,
+        relation: spark_proto.Relation,
+        folder: Path,
+        fmt: str,
+        request: CreateRequest,
+        progress: ProgressSink | None,
+    ) -> int:
+        metric = f"connect_plugin_{uuid.uuid4().hex}"
+        observed = spark_proto.Relation()
+        observed.collect_metrics.input.CopyFrom(relation)
+        observed.collect_metrics.name = metric
+        count = observed.collect_metrics.metrics.add()
+        count.alias.name.append(_ROWS_METRIC)
+        count.alias.expr.unresolved_function.function_name = "count"
+        count.alias.expr.unresolved_function.arguments.append(literal(1))
+        command = spark_proto.Command()
+        write = command.write_operation
+        write.input.CopyFrom(observed)
+        write.source = fmt
+        write.path = str(folder)
+        write.mode = spark_proto.WriteOperation.SaveMode.SAVE_MODE_ERROR_IF_EXISTS
+        write.partitioning_columns.extend(request.partition_columns)
+        write.options.update(request.options)
+        rows: int | None = None
+        try:
+            async for response in upstream.execute(spark_proto.Plan(command=command)):
+                if response.HasField("execution_progress") and progress is not None:
+                    progress(response)
+                for metrics in response.observed_metrics:
+                    if metrics.name == metric and metrics.values:
+                        rows = metrics.values[0].long
+        except UpstreamFailed as exc:
+            raise TempTableQueryFailed(
+                f"Temporary table [{request.name.name}] was not created: {exc.message}"
+            ) from exc
+        if rows is None:
+            raise TempTableQueryFailed(
+                f"Temporary table [{request.name.name}]: Spark did not report the number of "
+                "rows written"
+            )
+        return rows
+
+    async def _create_view(
+        self,
+        upstream: UpstreamSession,
+        name: str,
+        folder: Path,
+        fmt: str,
+        schema: StructType,
+        request: CreateRequest,
+        replace: bool,
+    ) -> None:
+        command = spark_proto.Command()
+        view = command.create_dataframe_view
+        view.name = name
+        view.replace = replace
+        source = view.input.read.data_source
+        source.format = fmt
+        source.schema = schema.json()
+        source.paths.append(str(folder))
+        source.options.update(request.options)
+        try:
+            await upstream.command(command)
+        except UpstreamFailed as exc:
+            raise TempTableQueryFailed(
+                f"Temporary table [{name}] was not created: its view failed: {exc.message}"
+            ) from exc
+
+    async def drop(
+        self, context: SessionContext, name: Name, *, if_exists: bool, strict: bool
+    ) -> spark_proto.Relation | None:
+        """Drop a temp table; ``None`` when ``name`` is none and ``strict`` is off (SQL)."""
+        entry = self.registry.find(context.user_id, context.session_id)
+        table = self.lookup(context, name)
+        if table is None or entry is None:
+            if not strict:
+                return None
+            if if_exists:
+                return results.status(False, f"Temporary table [{name}] not found")
+            raise TempTableNotFound(f"Temporary table [{name}] not found in this session")
+        async with entry.lock:
+            if entry.tables.get(table.key) is not table:
+                return results.status(False, f"Temporary table [{name}] not found")
+            await self._drop(self.upstream(context), entry, table)
+        return results.status(True, f"Temporary table [{table.name}] dropped")
+
+    async def _drop(self, upstream: UpstreamSession, entry: SessionEntry, table: TempTable) -> None:
+        log.info("Temporary table [%s] is being dropped.", table.name)
+        relation = spark_proto.Relation()
+        relation.catalog.drop_temp_view.view_name = table.name
+        try:
+            await upstream.run(spark_proto.Plan(root=relation))
+        except UpstreamFailed as exc:
+            raise TempTableError(f"Temporary table [{table.name}]: dropping its view failed: {exc}") from exc
+        del entry.tables[table.key]
+        self.workspace.remove(table.location)
+
+    def listing(self, context: SessionContext) -> spark_proto.Relation:
+        entry = self.registry.find(context.user_id, context.session_id)
+        tables = [] if entry is None else sorted(entry.tables.values(), key=lambda t: t.key)
+        rows = [
+            (t.name, t.format, t.rows, self.workspace.size(t.location), t.created) for t in tables
+        ]
+        return results.result_relation(results.LIST_COLUMNS, rows)
+
+    def read(self, context: SessionContext, name: str) -> spark_proto.Relation:
+        table = self.lookup(context, Name((name,)))
+        if table is None:
+            raise TempTableNotFound(
+                f"Temporary table [{name}] not found in this session; SHOW TEMPORARY TABLES "
+                "lists the ones it has"
+            )
+        relation = spark_proto.Relation()
+        relation.read.named_table.unparsed_identifier = quote_identifier(table.name)
+        return relation
+
+    def secure(self, context: SessionContext, name: Name) -> None:
+        """Make files Spark added to a temp table (INSERT) private again."""
+        table = self.lookup(context, name)
+        if table is not None:
+            self.workspace.secure(table.location)
+
+    async def release(self, user_id: str, session_id: str) -> None:
+        """Drop every temp table of a session that is going away, and its folder."""
+        entry = self.registry.forget(user_id, session_id)
+        if entry is not None:
+            async with entry.lock:
+                for table in entry.tables.values():
+                    log.info("Temporary table [%s] is being dropped.", table.name)
+                entry.tables.clear()
+        if any(other.session_id == session_id for other in self.registry.sessions()):
+            return
+        try:
+            self.workspace.remove_session(session_id)
+        except WorkspaceError:
+            log.exception("cleaning up session %s failed", session_id)
+
+
+@dataclass(frozen=True)
+class _Source:
+    relation: spark_proto.Relation
+    schema: StructType

@@ -1,0 +1,170 @@
+"""Work the gateway does in a user's own Spark Connect session.
+
+The gateway sends ordinary Spark Connect requests on its upstream channel,
+stamped with the user's session id, user context and call metadata (so any
+authentication the upstream checks applies to the gateway's work exactly as
+to the user's). It never opens or releases sessions of its own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import grpc
+import pyarrow as pa
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin.errors import UpstreamUnavailable
+
+_SERVICE = "/spark.connect.SparkConnectService/"
+CLIENT_TYPE = "connect-plugin-gateway"
+
+
+class UpstreamFailed(Exception):
+    """Spark refused or failed a request the gateway sent on a user's behalf."""
+
+    def __init__(self, error: grpc.aio.AioRpcError) -> None:
+        self.error = error
+        super().__init__(error.details() or error.code().name)
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """Who a request came from: enough to act in the same upstream session."""
+
+    session_id: str
+    user_context: spark_proto.UserContext
+    metadata: tuple[tuple[str, str | bytes], ...]
+
+    @property
+    def user_id(self) -> str:
+        return self.user_context.user_id
+
+
+def literal(value: object) -> spark_proto.Expression:
+    """A Spark literal expression for a Python str, bool or int."""
+    expression = spark_proto.Expression()
+    if isinstance(value, bool):
+        expression.literal.boolean = value
+    elif isinstance(value, int):
+        expression.literal.long = value
+    elif isinstance(value, str):
+        expression.literal.string = value
+    else:
+        raise TypeError(f"no Spark literal for {type(value).__name__}")
+    return expression
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as one backticked Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_relation(query: str, **arguments: object) -> spark_proto.Relation:
+    relation = spark_proto.Relation()
+    relation.sql.query = query
+    for key, value in arguments.items():
+        relation.sql.named_arguments[key].CopyFrom(literal(value))
+    return relation
+
+
+class UpstreamSession:
+    """Requests in one user's session over the gateway's upstream channel."""
+
+    def __init__(self, channel: grpc.aio.Channel, context: SessionContext) -> None:
+        self._channel = channel
+        self.context = context
+        self.server_side_session_id = ""
+
+    def _stamp(self, request: object) -> None:
+        request.session_id = self.context.session_id  # type: ignore[attr-defined]
+        request.user_context.CopyFrom(self.context.user_context)  # type: ignore[attr-defined]
+        request.client_type = CLIENT_TYPE  # type: ignore[attr-defined]
+
+    async def execute(self, plan: spark_proto.Plan) -> AsyncIterator[spark_proto.ExecutePlanResponse]:
+        """Run ``plan`` and yield every response Spark sends for it."""
+        request = spark_proto.ExecutePlanRequest(plan=plan, operation_id=str(uuid.uuid4()))
+        self._stamp(request)
+        call = self._channel.unary_stream(
+            _SERVICE + "ExecutePlan",
+            request_serializer=spark_proto.ExecutePlanRequest.SerializeToString,
+            response_deserializer=spark_proto.ExecutePlanResponse.FromString,
+        )(request, metadata=self.context.metadata)
+        try:
+            async for response in call:
+                if response.server_side_session_id:
+                    self.server_side_session_id = response.server_side_session_id
+                yield response
+        except grpc.aio.AioRpcError as error:
+            raise _failure(error) from None
+        finally:
+            if not call.done():
+                call.cancel()
+
+    async def run(self, plan: spark_proto.Plan) -> list[spark_proto.ExecutePlanResponse]:
+        return [response async for response in self.execute(plan)]
+
+    async def command(self, command: spark_proto.Command) -> list[spark_proto.ExecutePlanResponse]:
+        return await self.run(spark_proto.Plan(command=command))
+
+    async def rows(self, relation: spark_proto.Relation) -> list[dict[str, object]]:
+        """The rows of a (small) relation, as dicts."""
+        batches = []
+        for response in await self.run(spark_proto.Plan(root=relation)):
+            if response.HasField("arrow_batch"):
+                reader = pa.ipc.open_stream(response.arrow_batch.data)
+                batches.extend(reader)
+        rows: list[dict[str, object]] = []
+        for batch in batches:
+            rows.extend(batch.to_pylist())
+        return rows
+
+    async def schema(self, relation: spark_proto.Relation) -> spark_proto.DataType:
+        request = spark_proto.AnalyzePlanRequest()
+        self._stamp(request)
+        request.schema.plan.root.CopyFrom(relation)
+        call = self._channel.unary_unary(
+            _SERVICE + "AnalyzePlan",
+            request_serializer=spark_proto.AnalyzePlanRequest.SerializeToString,
+            response_deserializer=spark_proto.AnalyzePlanResponse.FromString,
+        )
+        try:
+            response = await call(request, metadata=self.context.metadata)
+        except grpc.aio.AioRpcError as error:
+            raise _failure(error) from None
+        if response.server_side_session_id:
+            self.server_side_session_id = response.server_side_session_id
+        schema: spark_proto.DataType = response.schema.schema
+        return schema
+
+    async def config(self, keys: Sequence[str]) -> dict[str, str | None]:
+        """Session settings (``None`` for unset ones)."""
+        request = spark_proto.ConfigRequest()
+        self._stamp(request)
+        request.operation.get_option.keys.extend(keys)
+        call = self._channel.unary_unary(
+            _SERVICE + "Config",
+            request_serializer=spark_proto.ConfigRequest.SerializeToString,
+            response_deserializer=spark_proto.ConfigResponse.FromString,
+        )
+        try:
+            response = await call(request, metadata=self.context.metadata)
+        except grpc.aio.AioRpcError as error:
+            raise _failure(error) from None
+        return {
+            pair.key: pair.value if pair.HasField("value") else None for pair in response.pairs
+        }
+
+
+def _failure(error: grpc.aio.AioRpcError) -> Exception:
+    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return UpstreamUnavailable(
+            f"the Spark Connect server did not answer the gateway: {error.details()}"
+        )
+    return UpstreamFailed(error)
