@@ -224,12 +224,21 @@ class PluginHandlers:
 
             return self._with_progress(session, request, drop)
         if isinstance(statement, DropView):
-            if tables.lookup(session, statement.name) is not None:
+            if tables.lookup(session, statement.name) is None:
+                return None
+            if not statement.if_exists:
                 raise TempTableError(
                     f"[{statement.name}] is not a VIEW but a temporary table of this session; "
                     f"drop it with DROP TABLE {statement.name}"
                 )
-            return None
+            site.put_result(
+                results.status(
+                    False,
+                    f"View [{statement.name}] not found in schema "
+                    f"[{self.config.temp_workspace_name}].",
+                )
+            )
+            return Interception(request=request)
         if isinstance(statement, ShowTempTables):
             site.put_result(tables.listing(session))
             return Interception(request=request)

@@ -26,8 +26,11 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
     if remote:
         yield Upstream(remote, embedded=False)
         return
-    log_path = tmp_path_factory.mktemp("spark") / "spark-connect.log"
-    server = EmbeddedSparkConnect(conf_dir=None, extra_conf=TEST_SPARK_CONF, log_path=log_path)
+    spark_dir = tmp_path_factory.mktemp("spark")
+    conf = {**TEST_SPARK_CONF, "spark.sql.warehouse.dir": str(spark_dir / "warehouse")}
+    server = EmbeddedSparkConnect(
+        conf_dir=None, extra_conf=conf, log_path=spark_dir / "spark-connect.log"
+    )
     server.start()
     try:
         yield Upstream(server.address, embedded=True)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from connect_plugin.server.workspace import Workspace
 
 # Small enough that any result of a few MB is split over several streams,
 # so every test run also exercises ReattachExecute through the gateway.
@@ -25,3 +28,27 @@ class Upstream:
 def new_session(address: str) -> SparkSession:
     """A fresh Spark Connect session (never the process-wide default one)."""
     return SparkSession.builder.remote(address).create()
+
+
+def session_folder(workspace: Path, spark: SparkSession) -> Path:
+    """Where the gateway keeps the temporary tables of ``spark``'s session."""
+    return workspace / spark.client._session_id
+
+
+def table_folders(workspace: Path, spark: SparkSession) -> list[Path]:
+    folder = session_folder(workspace, spark)
+    return sorted(p for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def assert_private(folder: Path) -> int:
+    """Every folder from ``folder`` down is 0700 and every file 0600; returns the file count."""
+    files = 0
+    for path, mode in Workspace.modes(folder).items():
+        expected = 0o700 if path.is_dir() else 0o600
+        assert mode == expected, f"{path} has mode {mode:o}, expected {expected:o}"
+        files += path.is_file()
+    return files
+
+
+def temp_table_names(spark: SparkSession) -> list[str]:
+    return [row["name"] for row in spark.sql("SHOW TEMPORARY TABLES").collect()]
