@@ -43,19 +43,21 @@ class CreateTempTable(PluginRelation):
     ) -> None:
         super().__init__()
         self._source = source
-        self._fields = {
-            "name": name,
-            "workspace": workspace,
-            "format": format or "",
-            "partition_columns": list(partition_by),
-            "column_names": list(column_names),
-            "options": {str(k): str(v) for k, v in (options or {}).items()},
-            "if_not_exists": if_not_exists,
-            "or_replace": replace,
-        }
+        self._message = proto.CreateTempTableAsSelect(
+            name=name,
+            workspace=workspace,
+            format=format or "",
+            partition_columns=list(partition_by),
+            column_names=list(column_names),
+            options={str(k): str(v) for k, v in (options or {}).items()},
+            if_not_exists=if_not_exists,
+            or_replace=replace,
+        )
 
     def to_plugin_message(self, client: SparkConnectClient) -> Message:
-        message = proto.CreateTempTableAsSelect(session_id=session_id_of(client), **self._fields)
+        message = proto.CreateTempTableAsSelect()
+        message.CopyFrom(self._message)
+        message.session_id = session_id_of(client)
         message.input.CopyFrom(self._source._plan.plan(client))
         return message
 

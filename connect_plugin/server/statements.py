@@ -30,6 +30,7 @@ _PUNCTUATION = frozenset(
         TokenType.STAR,
     )
 )
+_NOT_A_NAME = _PUNCTUATION | {TokenType.ALIAS}
 MAX_NAME_LENGTH = 128
 
 
@@ -148,7 +149,7 @@ class _Cursor:
         return TempTableError(f"{problem} {where}")
 
     def identifier(self, what: str) -> str:
-        if self.done() or self.tokens[self.at].token_type in _PUNCTUATION:
+        if self.done() or self.tokens[self.at].token_type in _NOT_A_NAME:
             raise self.error(f"expected {what}")
         token = self.tokens[self.at]
         self.at += 1
