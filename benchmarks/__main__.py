@@ -1,4 +1,4 @@
-"""Run every benchmark, or those named: python -m benchmarks [gateway] [loader] ..."""
+"""Run every benchmark, or those named: python -m benchmarks [gateway] [loader] [temp_tables] ..."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = {
     "gateway": "benchmarks.gateway_bench",
     "loader": "benchmarks.loader_bench",
+    "temp_tables": "benchmarks.temp_table_bench",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,12 @@ def test_python_api_results_can_be_analysed_without_side_effects(spark: SparkSes
     frame = connect_plugin.temp_tables(spark)
     assert frame.columns == ["name", "format", "rows", "bytes", "created"]
     assert frame.collect() == []
+
+
+def test_readme_python_example_runs(spark: SparkSession, workspace: Path) -> None:
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+    example = next(block for block in blocks if "create_temp_table" in block)
+    exec(compile(example, str(readme), "exec"), {"spark": spark})
+    assert temp_table_names(spark) == []
+    assert table_folders(workspace, spark) == []
