@@ -1,6 +1,8 @@
 """Scan framework: Arrow batch building and schema-on-read file scans.
 
-Pure Python and pyarrow: nothing here imports pyspark or grpc.
+Pure Python and pyarrow: nothing here imports pyspark or grpc, except
+``connect_plugin.scan.spark_source``, which binds the scan to Spark as a
+Python data source and is imported only where Spark runs it.
 """
 
 from __future__ import annotations
@@ -12,13 +14,24 @@ from connect_plugin.scan.loader import (
     MAX_ROWS_CEILING,
     ResultSetLoader,
 )
+from connect_plugin.scan.plan import ScanPlan, clear_schema_cache, plan_scan
+from connect_plugin.scan.pruning import PartitionFilter, prune
 from connect_plugin.scan.row_writer import RowWriter
+from connect_plugin.scan.scanner import ScanReader
+from connect_plugin.scan.spec import ScanSpec
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_ROWS",
     "MAX_ROWS_CEILING",
     "ColumnWriter",
+    "PartitionFilter",
     "ResultSetLoader",
     "RowWriter",
+    "ScanPlan",
+    "ScanReader",
+    "ScanSpec",
+    "clear_schema_cache",
+    "plan_scan",
+    "prune",
 ]
