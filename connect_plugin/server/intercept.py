@@ -150,7 +150,7 @@ class PluginHandlers:
     ) -> Interception | None:
         found = self._extensions(request)
         site = _SqlSite(request.plan)
-        statement = parse_statement(site.query) if site.query else None
+        statement = parse_statement(site.query) if self._may_be_ours(request, site.query) else None
         if not found and statement is None:
             return self._guard_command(request, context)
         session = _context(request, context)
@@ -159,6 +159,20 @@ class PluginHandlers:
             if handling is not None or not found:
                 return handling
         return self._with_progress(session, request, lambda sink: self._extension_work(session, found, sink))
+
+    def _may_be_ours(self, request: spark_proto.ExecutePlanRequest, query: str) -> bool:
+        """Whether ``query`` is worth tokenizing: it names TEMP, or the session has temp tables.
+
+        CTTAS and SHOW TEMPORARY TABLES contain "temp"; DROP, INSERT and CREATE VIEW
+        only matter to a session that has temp tables. Every other query skips the
+        tokenizer, which keeps it off the path of ordinary ``spark.sql`` calls.
+        """
+        if not query:
+            return False
+        if "temp" in query.lower():
+            return True
+        entry = self.temp_tables.registry.find(request.user_context.user_id, request.session_id)
+        return entry is not None and bool(entry.tables)
 
     def _guard_command(
         self, request: spark_proto.ExecutePlanRequest, context: Any
@@ -265,8 +279,9 @@ class PluginHandlers:
         site.put_result(await work)
 
     async def _extension_work(
-        self, session: SessionContext, found: list[FoundExtension], sink: ProgressSink
+        self, session: SessionContext, found: list[FoundExtension], sink: ProgressSink | None
     ) -> None:
+        """Replace each plugin node by its result; ``sink`` None: analysis, no side effects."""
         for extension in found:
             result = await self._run_extension(session, extension, sink)
             _replace(extension.holder, result)  # type: ignore[arg-type]
@@ -357,10 +372,7 @@ class PluginHandlers:
         found = self._extensions(request)
         if not found:
             return None
-        session = _context(request, context)
-        for extension in found:
-            result = await self._run_extension(session, extension, None)
-            _replace(extension.holder, result)  # type: ignore[arg-type]
+        await self._extension_work(_context(request, context), found, None)
         return Interception(request=request)
 
     async def release_session(

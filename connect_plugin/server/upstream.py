@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import pyarrow as pa
@@ -66,14 +67,6 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def sql_relation(query: str, **arguments: object) -> spark_proto.Relation:
-    relation = spark_proto.Relation()
-    relation.sql.query = query
-    for key, value in arguments.items():
-        relation.sql.named_arguments[key].CopyFrom(literal(value))
-    return relation
-
-
 class UpstreamSession:
     """Requests in one user's session over the gateway's upstream channel."""
 
@@ -125,38 +118,34 @@ class UpstreamSession:
             rows.extend(batch.to_pylist())
         return rows
 
-    async def schema(self, relation: spark_proto.Relation) -> spark_proto.DataType:
-        request = spark_proto.AnalyzePlanRequest()
+    async def _unary(self, method: str, request: Any, response_type: type[Any]) -> Any:
+        """One unary RPC in the user's session; Spark's refusal becomes ``UpstreamFailed``."""
         self._stamp(request)
-        request.schema.plan.root.CopyFrom(relation)
         call = self._channel.unary_unary(
-            _SERVICE + "AnalyzePlan",
-            request_serializer=spark_proto.AnalyzePlanRequest.SerializeToString,
-            response_deserializer=spark_proto.AnalyzePlanResponse.FromString,
+            _SERVICE + method,
+            request_serializer=type(request).SerializeToString,
+            response_deserializer=response_type.FromString,
         )
         try:
             response = await call(request, metadata=self.context.metadata)
         except grpc.aio.AioRpcError as error:
             raise _failure(error) from None
-        if response.server_side_session_id:
+        if getattr(response, "server_side_session_id", ""):
             self.server_side_session_id = response.server_side_session_id
+        return response
+
+    async def schema(self, relation: spark_proto.Relation) -> spark_proto.DataType:
+        request = spark_proto.AnalyzePlanRequest()
+        request.schema.plan.root.CopyFrom(relation)
+        response = await self._unary("AnalyzePlan", request, spark_proto.AnalyzePlanResponse)
         schema: spark_proto.DataType = response.schema.schema
         return schema
 
     async def config(self, keys: Sequence[str]) -> dict[str, str | None]:
         """Session settings (``None`` for unset ones)."""
         request = spark_proto.ConfigRequest()
-        self._stamp(request)
         request.operation.get_option.keys.extend(keys)
-        call = self._channel.unary_unary(
-            _SERVICE + "Config",
-            request_serializer=spark_proto.ConfigRequest.SerializeToString,
-            response_deserializer=spark_proto.ConfigResponse.FromString,
-        )
-        try:
-            response = await call(request, metadata=self.context.metadata)
-        except grpc.aio.AioRpcError as error:
-            raise _failure(error) from None
+        response = await self._unary("Config", request, spark_proto.ConfigResponse)
         return {
             pair.key: pair.value if pair.HasField("value") else None for pair in response.pairs
         }
