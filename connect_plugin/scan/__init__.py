@@ -7,6 +7,10 @@ Python data source and is imported only where Spark runs it.
 
 from __future__ import annotations
 
+import sys
+import types
+from typing import Any
+
 from connect_plugin.scan.column_writers import ColumnWriter
 from connect_plugin.scan.loader import (
     DEFAULT_MAX_BYTES,
@@ -35,3 +39,19 @@ __all__ = [
     "plan_scan",
     "prune",
 ]
+
+
+class _ScanPackage(types.ModuleType):
+    """``connect_plugin.scan`` is this package and, called, the client's ``scan()``.
+
+    The package itself never imports pyspark: the client function is looked
+    up only when it is called.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from connect_plugin.client.scan import scan
+
+        return scan(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _ScanPackage

@@ -30,6 +30,7 @@ from connect_plugin.errors import NotSupportedYet, TempTableError
 from connect_plugin.server import results
 from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.plans import FoundExtension, find_extensions
+from connect_plugin.server.scans import Scans, prune_counted_scans
 from connect_plugin.server.statements import (
     CreatePersistentView,
     CreateTempTable,
@@ -115,6 +116,7 @@ class PluginHandlers:
     def __init__(self, config: Config, temp_tables: TempTables) -> None:
         self.config = config
         self.temp_tables = temp_tables
+        self.scans = Scans(temp_tables)
         self._server_side_ids: dict[str, str] = {}
 
     def hooks(self, plan_methods: tuple[str, ...]) -> dict[str, Any]:
@@ -129,11 +131,14 @@ class PluginHandlers:
         return hooks
 
     def _extensions(self, request: Any) -> list[FoundExtension]:
-        return find_extensions(
+        found = find_extensions(
             request,
             session_id=request.session_id,
             forwarded_prefixes=self.config.forward_extensions,
         )
+        if any(isinstance(f.message, proto.Scan) for f in found) and prune_counted_scans(request):
+            return self._extensions(request)
+        return found
 
     async def refuse_plugin_messages(
         self, method: str, request: Message, context: Any
@@ -318,6 +323,8 @@ class PluginHandlers:
             return tables.listing(session)
         if isinstance(message, proto.ReadTempTable):
             return tables.read(session, message.name)
+        if isinstance(message, proto.Scan):
+            return await self.scans.relation(session, message)
         raise NotSupportedYet(
             f"[{extension.type_name}] is a connect-plugin message this gateway version cannot "
             "execute yet"
@@ -380,6 +387,7 @@ class PluginHandlers:
     ) -> Interception:
         async def release() -> None:
             self._server_side_ids.pop(request.session_id, None)
+            self.scans.forget(request.user_context.user_id, request.session_id)
             await self.temp_tables.release(request.user_context.user_id, request.session_id)
 
         return Interception(finish=release)

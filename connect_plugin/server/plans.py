@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from google.protobuf.any_pb2 import Any as AnyProto
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
+from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
 from connect_plugin.errors import SessionMismatch, UnknownExtension
@@ -49,23 +50,35 @@ def type_name_of(any_message: AnyProto) -> str:
     return any_message.type_url.rpartition("/")[2]
 
 
-def _walk_extensions(message: Message) -> Iterator[tuple[Message, AnyProto]]:
-    if message.DESCRIPTOR.full_name in _EXTENSION_HOLDERS and message.HasField("extension"):
-        yield message, message.extension  # type: ignore[attr-defined]
-        return
+def _children(message: Message) -> Iterator[Message]:
+    """The messages set directly inside ``message``, map values included."""
     for field, value in message.ListFields():
         if field.type != _TYPE_MESSAGE:
             continue
         if field.is_repeated:
             if field.message_type.GetOptions().map_entry:
                 if field.message_type.fields_by_name["value"].type == _TYPE_MESSAGE:
-                    for item in value.values():
-                        yield from _walk_extensions(item)
+                    yield from value.values()
                 continue
-            for item in value:
-                yield from _walk_extensions(item)
+            yield from value
         else:
-            yield from _walk_extensions(value)
+            yield value
+
+
+def _walk_extensions(message: Message) -> Iterator[tuple[Message, AnyProto]]:
+    if message.DESCRIPTOR.full_name in _EXTENSION_HOLDERS and message.HasField("extension"):
+        yield message, message.extension  # type: ignore[attr-defined]
+        return
+    for child in _children(message):
+        yield from _walk_extensions(child)
+
+
+def walk_relations(message: Message) -> Iterator[spark_proto.Relation]:
+    """Every Spark ``Relation`` inside ``message``, parents before their inputs."""
+    if isinstance(message, spark_proto.Relation):
+        yield message
+    for child in _children(message):
+        yield from walk_relations(child)
 
 
 def find_extensions(

@@ -93,6 +93,22 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.ScanPathNotFound,
+        _Mapping(
+            grpc.StatusCode.NOT_FOUND,
+            "org.apache.spark.sql.AnalysisException",
+            "CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND",
+        ),
+    ),
+    (
+        errors.ScanError,
+        _Mapping(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "org.apache.spark.sql.AnalysisException",
+            "CONNECT_PLUGIN.SCAN",
+        ),
+    ),
+    (
         errors.PlanError,
         _Mapping(
             grpc.StatusCode.INVALID_ARGUMENT,

@@ -9,7 +9,7 @@ to the user's). It never opens or releases sessions of its own.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,12 +134,26 @@ class UpstreamSession:
             self.server_side_session_id = response.server_side_session_id
         return response
 
+    async def analyze(
+        self, request: spark_proto.AnalyzePlanRequest
+    ) -> spark_proto.AnalyzePlanResponse:
+        response: spark_proto.AnalyzePlanResponse = await self._unary(
+            "AnalyzePlan", request, spark_proto.AnalyzePlanResponse
+        )
+        return response
+
     async def schema(self, relation: spark_proto.Relation) -> spark_proto.DataType:
         request = spark_proto.AnalyzePlanRequest()
         request.schema.plan.root.CopyFrom(relation)
-        response = await self._unary("AnalyzePlan", request, spark_proto.AnalyzePlanResponse)
+        response = await self.analyze(request)
         schema: spark_proto.DataType = response.schema.schema
         return schema
+
+    async def set_config(self, pairs: Mapping[str, str]) -> None:
+        request = spark_proto.ConfigRequest()
+        for key, value in pairs.items():
+            request.operation.set.pairs.add(key=key, value=value)
+        await self._unary("Config", request, spark_proto.ConfigResponse)
 
     async def config(self, keys: Sequence[str]) -> dict[str, str | None]:
         """Session settings (``None`` for unset ones)."""
