@@ -57,6 +57,10 @@ class Config:
     forward_extensions: tuple[str, ...] = ()
     shutdown_grace_s: float = 5.0
     log_level: str = "INFO"
+    registry_path: Path | None = None
+    """The session registry's SQLite file; default ``<workspace>/.connect-plugin/registry.sqlite3``."""
+    recovery_timeout_s: float = 30.0
+    """At start-up, how long one upstream call of the repair (and an interrupted write) may take."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -72,6 +76,8 @@ class Config:
                 f"temp_table_format {self.temp_table_format!r} is not one of "
                 + ", ".join(TEMP_TABLE_FORMATS)
             )
+        if self.recovery_timeout_s <= 0:
+            raise ConfigError(f"recovery_timeout_s {self.recovery_timeout_s!r} must be positive")
         if not self.temp_workspace_name.isidentifier():
             raise ConfigError(
                 f"temp_workspace_name {self.temp_workspace_name!r} must be a plain identifier"

@@ -60,6 +60,14 @@ class WorkspaceError(ConnectPluginError):
     """The temporary workspace cannot be created, written or cleaned."""
 
 
+class WorkspaceInUse(WorkspaceError):
+    """Another gateway holds the lock of the workspace this one was given."""
+
+
+class RegistryError(ConnectPluginError):
+    """The durable session registry cannot be opened, read or written."""
+
+
 class ScanError(ConnectPluginError):
     """Base class of errors raised by the scan framework."""
 

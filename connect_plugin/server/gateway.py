@@ -1,7 +1,9 @@
 """The gateway process: a grpc.aio server in front of a Spark Connect server.
 
 ``serve(config)`` starts the server on an event loop of its own thread and
-returns at once; blocking until a signal is the CLI's business.
+returns at once; blocking until a signal is the CLI's business. Before it
+listens, the gateway claims its workspace (one gateway per workspace) and
+repairs what a previous run left half-done (see ``recovery``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Gateway:
     async def _start(self) -> None:
         self._channel = upstream_channel(self.config)
         self.temp_tables = TempTables(self.config, self._channel)
+        await self.temp_tables.start()
         handlers = PluginHandlers(self.config, self.temp_tables)
         self.forwarder = Forwarder(self._channel, hooks=handlers.hooks(plan_methods()))
         server = grpc.aio.server(options=server_options(self.config))
@@ -99,8 +102,12 @@ class Gateway:
             await self._health.enter_graceful_shutdown()
         if self._server is not None:
             await self._server.stop(grace)
-        if self._channel is not None:
-            await self._channel.close()
+        try:
+            if self.temp_tables is not None:
+                await self.temp_tables.stop()
+        finally:
+            if self._channel is not None:
+                await self._channel.close()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the gateway has stopped; False on timeout."""

@@ -93,6 +93,14 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.RegistryError,
+        _Mapping(
+            grpc.StatusCode.INTERNAL,
+            "org.apache.spark.SparkException",
+            "CONNECT_PLUGIN.REGISTRY",
+        ),
+    ),
+    (
         errors.ScanPathNotFound,
         _Mapping(
             grpc.StatusCode.NOT_FOUND,

@@ -10,12 +10,13 @@ files, no view and no registry entry.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import datetime
 import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import grpc
 from pyspark.sql.connect import proto as spark_proto
@@ -24,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from connect_plugin.config import TEMP_TABLE_FORMATS, Config
 from connect_plugin.errors import (
+    ConnectPluginError,
     TempTableError,
     TempTableExists,
     TempTableNotFound,
@@ -31,7 +33,9 @@ from connect_plugin.errors import (
     WorkspaceError,
 )
 from connect_plugin.server import results
+from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.registry import SessionEntry, SessionRegistry, TempTable
+from connect_plugin.server.session_store import SessionStore, SqliteSessionStore
 from connect_plugin.server.statements import Name, check_table_name
 from connect_plugin.server.upstream import (
     SessionContext,
@@ -40,7 +44,7 @@ from connect_plugin.server.upstream import (
     literal,
     quote_identifier,
 )
-from connect_plugin.server.workspace import Workspace
+from connect_plugin.server.workspace import REGISTRY_FILE, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +71,42 @@ class CreateRequest:
 class TempTables:
     """The gateway's temp-table service over one workspace and one registry."""
 
-    def __init__(self, config: Config, channel: grpc.aio.Channel) -> None:
+    def __init__(
+        self, config: Config, channel: grpc.aio.Channel, store: SessionStore | None = None
+    ) -> None:
         self.config = config
         self.workspace = Workspace(config.workspace)
-        self.registry = SessionRegistry()
+        self._lock = self.workspace.lock()
+        try:
+            if store is None:
+                path = config.registry_path or self.workspace.private_folder / REGISTRY_FILE
+                store = SqliteSessionStore(path)
+        except BaseException:
+            self._lock.release()
+            raise
+        self.registry = SessionRegistry(store)
+        self.recovery: Recovery | None = None
         self._channel = channel
+
+    async def start(self) -> Recovery:
+        """Load the registry, repair what a crash left half-done, sweep orphans."""
+        self.recovery = Recovery(self)
+        await self.recovery.run()
+        return self.recovery
+
+    async def stop(self) -> None:
+        """Stop recovery still under way, close the registry, free the workspace."""
+        try:
+            if self.recovery is not None:
+                await self.recovery.stop()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        try:
+            self.registry.store.close()
+        finally:
+            self._lock.release()
 
     def upstream(self, context: SessionContext) -> UpstreamSession:
         return UpstreamSession(self._channel, context)
@@ -107,27 +142,42 @@ class TempTables:
             source = await self._shaped_input(upstream, request, name)
             written = self._check_shape(source.schema, request.partition_columns, fmt, name)
             log.info("Temporary table [%s] is being created.", name)
-            folder = self.workspace.new_table_folder(context.session_id)
-            try:
-                rows = await self._write(upstream, source.relation, folder, fmt, request, progress)
-                self.workspace.secure(folder)
-                await self._create_view(upstream, name, folder, fmt, written, request, taken)
-            except BaseException:
-                self.workspace.remove(folder)
-                raise
-            entry.tables[name.lower()] = TempTable(
+            table = TempTable(
                 name=name,
-                location=folder,
+                location=self.workspace.new_table_folder(context.session_id),
                 format=fmt,
                 schema_json=written.json(),
                 partition_columns=request.partition_columns,
                 options=dict(request.options),
-                rows=rows,
+                rows=0,
                 created=datetime.datetime.now(datetime.timezone.utc),
             )
+            operation_id = str(uuid.uuid4())
+            self.registry.begin_create(entry, table, operation_id, upstream.server_side_session_id)
+            try:
+                rows = await self._write(
+                    upstream, source.relation, table, request, progress, operation_id
+                )
+                self.workspace.secure(table.location)
+                await self._create_view(upstream, table, replace=taken)
+            except BaseException:
+                self.workspace.remove(table.location)
+                self.registry.remove([table])
+                raise
+            table = dataclasses.replace(table, rows=rows)
+            self.registry.finish_create(entry, table, replaced=existing)
             if existing is not None:
-                self.workspace.remove(existing.location)
+                self._remove_replaced(existing)
             return results.created(name, rows)
+
+    def _remove_replaced(self, table: TempTable) -> None:
+        """Delete the files of a replaced table; if that fails its row stays for the next start."""
+        try:
+            self.workspace.remove(table.location)
+        except WorkspaceError:
+            log.exception("deleting the replaced files of temporary table [%s] failed", table.name)
+            return
+        self.registry.remove([table])
 
     def _exists_message(self, name: str) -> str:
         return (
@@ -221,10 +271,10 @@ class TempTables:
         self,
         upstream: UpstreamSession,
         relation: spark_proto.Relation,
-        folder: Path,
-        fmt: str,
+        table: TempTable,
         request: CreateRequest,
         progress: ProgressSink | None,
+        operation_id: str,
     ) -> int:
         metric = f"connect_plugin_{uuid.uuid4().hex}"
         observed = spark_proto.Relation()
@@ -237,14 +287,15 @@ class TempTables:
         command = spark_proto.Command()
         write = command.write_operation
         write.input.CopyFrom(observed)
-        write.source = fmt
-        write.path = str(folder)
+        write.source = table.format
+        write.path = str(table.location)
         write.mode = spark_proto.WriteOperation.SaveMode.SAVE_MODE_ERROR_IF_EXISTS
         write.partitioning_columns.extend(request.partition_columns)
         write.options.update(request.options)
         rows: int | None = None
         try:
-            async for response in upstream.execute(spark_proto.Plan(command=command)):
+            plan = spark_proto.Plan(command=command)
+            async for response in upstream.execute(plan, operation_id=operation_id):
                 if response.HasField("execution_progress") and progress is not None:
                     progress(response)
                 for metrics in response.observed_metrics:
@@ -262,30 +313,37 @@ class TempTables:
         return rows
 
     async def _create_view(
-        self,
-        upstream: UpstreamSession,
-        name: str,
-        folder: Path,
-        fmt: str,
-        schema: StructType,
-        request: CreateRequest,
-        replace: bool,
+        self, upstream: UpstreamSession, table: TempTable, *, replace: bool
     ) -> None:
+        """The temporary view over the table's files, with the schema they were written with."""
         command = spark_proto.Command()
         view = command.create_dataframe_view
-        view.name = name
+        view.name = table.name
         view.replace = replace
         source = view.input.read.data_source
-        source.format = fmt
-        source.schema = schema.json()
-        source.paths.append(str(folder))
-        source.options.update(request.options)
+        source.format = table.format
+        source.schema = table.schema_json
+        source.paths.append(str(table.location))
+        source.options.update(table.options)
         try:
             await upstream.command(command)
         except UpstreamFailed as exc:
             raise TempTableQueryFailed(
-                f"Temporary table [{name}] was not created: its view failed: {exc.message}"
+                f"Temporary table [{table.name}] was not created: its view failed: {exc.message}"
             ) from exc
+
+    async def restore_view(self, context: SessionContext, table: TempTable) -> None:
+        """Point the table's name at its files again (after a crashed replace)."""
+        await self._create_view(self.upstream(context), table, replace=True)
+
+    async def drop_view(self, context: SessionContext, name: str) -> None:
+        """Drop the session's temporary view ``name``; nothing happens if there is none."""
+        relation = spark_proto.Relation()
+        relation.catalog.drop_temp_view.view_name = name
+        try:
+            await self.upstream(context).run(spark_proto.Plan(root=relation))
+        except UpstreamFailed as exc:
+            raise TempTableError(f"Temporary table [{name}]: dropping its view failed: {exc}") from exc
 
     async def drop(
         self, context: SessionContext, name: Name, *, if_exists: bool, strict: bool
@@ -299,22 +357,27 @@ class TempTables:
             if if_exists:
                 return results.status(False, f"Temporary table [{name}] not found")
             raise TempTableNotFound(f"Temporary table [{name}] not found in this session")
-        async with entry.lock:
-            if entry.tables.get(table.key) is not table:
-                return results.status(False, f"Temporary table [{name}] not found")
-            await self._drop(self.upstream(context), entry, table)
+        # A client that goes away mid-DROP must not leave the view and the row disagreeing.
+        dropped = await asyncio.shield(self._drop(context, entry, table))
+        if not dropped:
+            return results.status(False, f"Temporary table [{name}] not found")
         return results.status(True, f"Temporary table [{table.name}] dropped")
 
-    async def _drop(self, upstream: UpstreamSession, entry: SessionEntry, table: TempTable) -> None:
-        log.info("Temporary table [%s] is being dropped.", table.name)
-        relation = spark_proto.Relation()
-        relation.catalog.drop_temp_view.view_name = table.name
-        try:
-            await upstream.run(spark_proto.Plan(root=relation))
-        except UpstreamFailed as exc:
-            raise TempTableError(f"Temporary table [{table.name}]: dropping its view failed: {exc}") from exc
-        del entry.tables[table.key]
-        self.workspace.remove(table.location)
+    async def _drop(self, context: SessionContext, entry: SessionEntry, table: TempTable) -> bool:
+        async with entry.lock:
+            if entry.tables.get(table.key) is not table:
+                return False
+            log.info("Temporary table [%s] is being dropped.", table.name)
+            self.registry.begin_drop(entry, [table])
+            try:
+                await self.drop_view(context, table.name)
+            except ConnectPluginError:
+                self.registry.cancel_drop(entry, table)
+                raise
+            self.registry.unlist(entry, table)
+            self.workspace.remove(table.location)
+            self.registry.remove([table])
+            return True
 
     def listing(self, context: SessionContext) -> spark_proto.Relation:
         entry = self.registry.find(context.user_id, context.session_id)
@@ -342,19 +405,26 @@ class TempTables:
             self.workspace.secure(table.location)
 
     async def release(self, user_id: str, session_id: str) -> None:
-        """Drop every temp table of a session that is going away, and its folder."""
+        """Drop every temp table of a session that is going away, and its folder.
+
+        Spark has released the session (and its views) already; the rows are
+        marked dropping, the folder goes, then the rows. A crash in between
+        is finished at the next start, which finds the session gone upstream.
+        """
         entry = self.registry.forget(user_id, session_id)
         if entry is not None:
             async with entry.lock:
                 for table in entry.tables.values():
                     log.info("Temporary table [%s] is being dropped.", table.name)
+                self.registry.begin_drop(entry, entry.tables.values())
                 entry.tables.clear()
-        if any(other.session_id == session_id for other in self.registry.sessions()):
-            return
-        try:
-            self.workspace.remove_session(session_id)
-        except WorkspaceError:
-            log.exception("cleaning up session %s failed", session_id)
+        if not any(other.session_id == session_id for other in self.registry.sessions()):
+            try:
+                self.workspace.remove_session(session_id)
+            except WorkspaceError:
+                log.exception("cleaning up session %s failed", session_id)
+                return
+        self.registry.remove_session(user_id, session_id)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from connect_plugin.errors import UpstreamUnavailable
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"
+SESSION_GONE_ERRORS = ("INVALID_HANDLE.SESSION_NOT_FOUND", "INVALID_HANDLE.SESSION_CLOSED")
+"""How Spark says it has no such session (any more)."""
 
 
 class UpstreamFailed(Exception):
@@ -80,9 +82,13 @@ class UpstreamSession:
         request.user_context.CopyFrom(self.context.user_context)  # type: ignore[attr-defined]
         request.client_type = CLIENT_TYPE  # type: ignore[attr-defined]
 
-    async def execute(self, plan: spark_proto.Plan) -> AsyncIterator[spark_proto.ExecutePlanResponse]:
-        """Run ``plan`` and yield every response Spark sends for it."""
-        request = spark_proto.ExecutePlanRequest(plan=plan, operation_id=str(uuid.uuid4()))
+    async def execute(
+        self, plan: spark_proto.Plan, *, operation_id: str | None = None
+    ) -> AsyncIterator[spark_proto.ExecutePlanResponse]:
+        """Run ``plan`` (as ``operation_id`` if given) and yield every response Spark sends."""
+        request = spark_proto.ExecutePlanRequest(
+            plan=plan, operation_id=operation_id or str(uuid.uuid4())
+        )
         self._stamp(request)
         call = self._channel.unary_stream(
             _SERVICE + "ExecutePlan",
@@ -163,6 +169,44 @@ class UpstreamSession:
         return {
             pair.key: pair.value if pair.HasField("value") else None for pair in response.pairs
         }
+
+
+    async def current_server_side_session_id(self) -> str | None:
+        """The upstream's server-side id of this session; ``None`` when it has no such session.
+
+        Asks with a ReleaseExecute of an operation that never existed: unlike
+        most RPCs it never creates the session it names.
+        """
+        request = spark_proto.ReleaseExecuteRequest(operation_id=str(uuid.uuid4()))
+        request.release_all.SetInParent()
+        try:
+            response = await self._unary("ReleaseExecute", request, spark_proto.ReleaseExecuteResponse)
+        except UpstreamFailed as exc:
+            if any(error in exc.message for error in SESSION_GONE_ERRORS):
+                return None
+            raise
+        return str(response.server_side_session_id)
+
+    async def interrupt(self, operation_id: str) -> bool:
+        """Interrupt one operation of this session; False when it was not running."""
+        request = spark_proto.InterruptRequest(
+            interrupt_type=spark_proto.InterruptRequest.InterruptType.INTERRUPT_TYPE_OPERATION_ID,
+            operation_id=operation_id,
+        )
+        response = await self._unary("Interrupt", request, spark_proto.InterruptResponse)
+        return operation_id in response.interrupted_ids
+
+    async def running(self, operation_id: str) -> bool:
+        """Whether an operation of this session is still running or terminating."""
+        request = spark_proto.GetStatusRequest()
+        request.operation_status.operation_ids.append(operation_id)
+        response = await self._unary("GetStatus", request, spark_proto.GetStatusResponse)
+        states = spark_proto.GetStatusResponse.OperationStatus.OperationState
+        busy = (states.OPERATION_STATE_RUNNING, states.OPERATION_STATE_TERMINATING)
+        return any(
+            status.operation_id == operation_id and status.state in busy
+            for status in response.operation_statuses
+        )
 
 
 def _failure(error: grpc.aio.AioRpcError) -> Exception:

@@ -5,10 +5,16 @@ writes files with its own modes (0644 / 0755 whatever the session's umask
 setting says), so after every write the gateway walks the table folder and
 sets folders to 0700 and files to 0600; the session folder is created 0700
 before Spark writes into it, so nobody else can look inside in the meantime.
+
+Session and table folders always have UUID names; the gateway's own files
+(the registry, the lock) live in ``<root>/.connect-plugin/``, which no
+listing of sessions or tables ever returns.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -16,12 +22,15 @@ import stat
 import uuid
 from pathlib import Path
 
-from connect_plugin.errors import WorkspaceError
+from connect_plugin.errors import WorkspaceError, WorkspaceInUse
 
 log = logging.getLogger(__name__)
 
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
+PRIVATE_DIR = ".connect-plugin"
+LOCK_FILE = "gateway.lock"
+REGISTRY_FILE = "registry.sqlite3"
 
 
 def _checked_session_id(session_id: str) -> str:
@@ -33,11 +42,91 @@ def _checked_session_id(session_id: str) -> str:
         ) from None
 
 
+def _is_uuid(name: str) -> bool:
+    """Whether ``name`` is a UUID as the gateway writes them (canonical, lower case)."""
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
+
+
+class WorkspaceLock:
+    """An exclusive ``flock`` on ``<root>/.connect-plugin/gateway.lock``, held while open.
+
+    The kernel drops it when the process dies, however it dies, so a gateway
+    restarted after SIGKILL takes it over at once. The file holds the pid of
+    the holder, for the error message of a second gateway.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path = root / PRIVATE_DIR / LOCK_FILE
+        try:
+            self.path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot create the lock file [{self.path}]: {exc.strerror}; check that the "
+                "workspace root exists and the gateway may write to it"
+            ) from exc
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = self._holder()
+            self.release()
+            raise WorkspaceInUse(
+                f"the workspace [{root}] is in use by another gateway"
+                + (f" (pid {holder})" if holder else "")
+                + "; stop that gateway or give this one its own --workspace"
+            ) from None
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, f"{os.getpid()}\n".encode())
+
+    def _holder(self) -> str:
+        assert self._fd is not None
+        with contextlib.suppress(OSError):
+            return os.pread(self._fd, 32, 0).decode(errors="replace").strip()
+        return ""
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 class Workspace:
     """Creates, secures, measures and deletes session and table folders."""
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        self.root = Path(root).absolute()
+
+    @property
+    def private_folder(self) -> Path:
+        """The gateway's own files: registry, lock."""
+        return self.root / PRIVATE_DIR
+
+    def lock(self) -> WorkspaceLock:
+        """Claim the workspace for this gateway; ``WorkspaceInUse`` when another has it."""
+        return WorkspaceLock(self.root)
+
+    def session_ids(self) -> list[str]:
+        """The session folders present, by session id (dot-names and strays left out)."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and _is_uuid(e.name))
+
+    def table_folders(self, session_id: str) -> list[Path]:
+        """The table folders present in a session's folder."""
+        folder = self.session_folder(session_id)
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return []
+        return sorted(
+            folder / e.name for e in entries if e.is_dir(follow_symlinks=False) and _is_uuid(e.name)
+        )
 
     def session_folder(self, session_id: str) -> Path:
         return self.root / _checked_session_id(session_id)

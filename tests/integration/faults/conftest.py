@@ -1,0 +1,50 @@
+"""A gateway process per test, in front of the session's one Spark Connect server."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from connect_plugin.server.embedded import free_port
+from tests.integration.faults.gateway_process import GatewayProcess
+from tests.integration.support import Upstream, new_session
+
+
+@pytest.fixture
+def gateway_process(upstream: Upstream, tmp_path: Path) -> Iterator[GatewayProcess]:
+    process = GatewayProcess(
+        upstream=upstream.address,
+        workspace=tmp_path / "workspace",
+        port=free_port(),
+        log_path=tmp_path / "gateway.log",
+    )
+    process.start()
+    try:
+        yield process
+    finally:
+        process.kill()
+
+
+@pytest.fixture
+def open_session(gateway_process: GatewayProcess) -> Iterator[Callable[[], SparkSession]]:
+    """Opens client sessions through the gateway; the ones still open are stopped at the end."""
+    opened: list[SparkSession] = []
+
+    def open_one() -> SparkSession:
+        opened.append(new_session(gateway_process.address))
+        return opened[-1]
+
+    try:
+        yield open_one
+    finally:
+        running = gateway_process.running
+        for session in opened:
+            if not session.is_stopped:
+                # With the gateway down a release would be retried for minutes.
+                session.release_session_on_close = running
+                with contextlib.suppress(Exception):
+                    session.stop()
