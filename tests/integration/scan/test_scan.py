@@ -109,9 +109,7 @@ def test_implicit_file_columns_only_when_named(spark: SparkSession, drifting: Pa
         columns=["id", "filename", "FilePath", "fqn", "suffix"],
     )
     path = drifting / "2024" / "03" / "c.json"
-    assert [tuple(r) for r in df.collect()] == [
-        (3, "c.json", str(path.parent), str(path), "json")
-    ]
+    assert [tuple(r) for r in df.collect()] == [(3, "c.json", str(path.parent), str(path), "json")]
     assert "filename" not in connect_plugin.scan(spark, str(drifting), format="json").columns
 
 
@@ -314,9 +312,7 @@ def test_a_temp_table_is_scanned_by_name(spark: SparkSession) -> None:
 def test_a_permanent_table_is_scanned_when_no_temp_table_has_the_name(
     spark: SparkSession, unique_name: str
 ) -> None:
-    spark.range(4).selectExpr("id", "id * 2 AS twice").write.format("json").saveAsTable(
-        unique_name
-    )
+    spark.range(4).selectExpr("id", "id * 2 AS twice").write.format("json").saveAsTable(unique_name)
     try:
         df = connect_plugin.scan(spark, table=unique_name)
         assert df.dtypes == [("id", "bigint"), ("twice", "bigint")]
