@@ -52,18 +52,16 @@ def _drifting_files(root: Path) -> None:
 
 def _scans(spark: Any) -> None:
     """A schema-on-read scan over drifting files, with file and partition columns."""
-    import connect_plugin
+    from connect_plugin.client import scan
 
     with tempfile.TemporaryDirectory(prefix="connect-plugin-demo-") as folder:
         root = Path(folder)
         _drifting_files(root)
-        logs = connect_plugin.scan(spark, str(root), format="json")
+        logs = scan(spark, str(root), format="json")
         _say(f"scan(root, format='json'): {', '.join(f'{n} {t}' for n, t in logs.dtypes)}")
         for row in logs.orderBy("id").collect():
             _say(f"  {tuple(row)}")
-        picked = connect_plugin.scan(
-            spark, str(root), format="json", columns=["ID", "filename", "dir0"]
-        )
+        picked = scan(spark, str(root), format="json", columns=["ID", "filename", "dir0"])
         recent = picked.where("dir0 = '2025'").collect()
         _say(
             f"columns=['ID', 'filename', 'dir0'] where dir0 = '2025': {[tuple(r) for r in recent]}"
