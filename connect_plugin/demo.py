@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from connect_plugin.config import Config
@@ -31,6 +34,41 @@ def _temp_tables(spark: Any) -> None:
     _say(f"DROP TABLE squares: {dropped['summary']}")
 
 
+def _drifting_files(root: Path) -> None:
+    """Three small json files that drift: a column added later, an int that becomes a double."""
+    files = {
+        "2024/01/a.json": [
+            {"id": 1, "level": "info", "ms": 12},
+            {"id": 2, "level": "warn", "ms": 7},
+        ],
+        "2024/02/b.json": [{"id": 3, "level": "info", "ms": 3.5, "host": "web-2"}],
+        "2025/c.json": [{"ID": 4, "Level": "error"}],
+    }
+    for name, records in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def _scans(spark: Any) -> None:
+    """A schema-on-read scan over drifting files, with file and partition columns."""
+    from connect_plugin.client import scan
+
+    with tempfile.TemporaryDirectory(prefix="connect-plugin-demo-") as folder:
+        root = Path(folder)
+        _drifting_files(root)
+        logs = scan(spark, str(root), format="json")
+        _say(f"scan(root, format='json'): {', '.join(f'{n} {t}' for n, t in logs.dtypes)}")
+        for row in logs.orderBy("id").collect():
+            _say(f"  {tuple(row)}")
+        picked = scan(spark, str(root), format="json", columns=["ID", "filename", "dir0"])
+        recent = picked.where("dir0 = '2025'").collect()
+        _say(
+            f"columns=['ID', 'filename', 'dir0'] where dir0 = '2025': {[tuple(r) for r in recent]}"
+        )
+        _say(f"count() without decoding a value: {logs.count()}")
+
+
 def run_demo(config: Config) -> int:
     """Start Spark Connect and the gateway, talk to them as a user would, stop."""
     from pyspark.sql.connect.session import SparkSession
@@ -45,9 +83,13 @@ def run_demo(config: Config) -> int:
         )
         spark = SparkSession.builder.remote(stack.gateway.address).create()
         try:
-            _say(f"connected through the gateway: Spark {spark.version}, session {spark.session_id}")
+            _say(
+                f"connected through the gateway: Spark {spark.version}, session {spark.session_id}"
+            )
             total = spark.range(1_000_000).selectExpr("sum(id) AS total").first()
-            _say(f"spark.range(1_000_000) summed on the server: {total['total'] if total else None}")
+            _say(
+                f"spark.range(1_000_000) summed on the server: {total['total'] if total else None}"
+            )
             people = spark.createDataFrame(
                 [("ada", 36), ("grace", 45), ("linus", 28)], "name string, age int"
             )
@@ -57,8 +99,11 @@ def run_demo(config: Config) -> int:
             table = spark.range(5).selectExpr("id", "id * id AS square").toArrow()
             _say(f"toArrow(): {table.num_rows} rows, columns {table.column_names}")
             _temp_tables(spark)
+            _scans(spark)
         finally:
             spark.stop()
-        _say(f"session released; gateway forwarded {stack.gateway.calls('ExecutePlan')} ExecutePlan calls")
+        _say(
+            f"session released; gateway forwarded {stack.gateway.calls('ExecutePlan')} ExecutePlan calls"
+        )
     _say(f"stopped everything after {time.monotonic() - started:.1f} s")
     return 0

@@ -87,7 +87,9 @@ def scan(
     elif isinstance(schema, pa.Schema):
         message.schema.CopyFrom(pyspark_types_to_proto_types(from_arrow_schema(schema)))
     elif schema is not None:
-        raise TypeError(f"schema must be a DDL string or a pyarrow.Schema, got {type(schema).__name__}")
+        raise TypeError(
+            f"schema must be a DDL string or a pyarrow.Schema, got {type(schema).__name__}"
+        )
     if strict:
         message.schema_policy = proto.SchemaPolicy.SCHEMA_POLICY_STRICT
     message.partitioning = _choice("partitioning", partitioning, _PARTITIONING)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,8 +35,8 @@ from connect_plugin import proto
 from connect_plugin.errors import PlanError
 from connect_plugin.scan.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from connect_plugin.scan.spark_source import PUSHDOWN_OPTION, SPEC_OPTION, data_source_class
-from connect_plugin.scan.spec import FORMATS, ScanSpec
-from connect_plugin.server.plans import PLUGIN_MESSAGES, type_name_of, walk_relations
+from connect_plugin.scan.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
+from connect_plugin.server.plans import type_name_of, walk_relations
 from connect_plugin.server.statements import Name
 from connect_plugin.server.temp_tables import TempTables
 from connect_plugin.server.upstream import (
@@ -56,7 +57,12 @@ _PARTITIONINGS = {
     proto.Partitioning.PARTITIONING_DIRS: "dirs",
     proto.Partitioning.PARTITIONING_HIVE: "hive",
 }
+_SPARK_OPTION_NAMES = {"sep": "delimiter"}
 _SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
+_UNGROUPED = (
+    spark_proto.Aggregate.GroupType.GROUP_TYPE_UNSPECIFIED,
+    spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY,
+)
 
 
 class Scans:
@@ -107,7 +113,7 @@ class Scans:
         if message.WhichOneof("source") == "table":
             source = await self._table(upstream, session, message.table)
             paths, file_format = [source.location], source.format
-            options = {**source.options, **message.options}
+            options = {**_reader_options(file_format, source.options), **message.options}
             provided = provided if provided is not None else source.schema
             partitioning = "hive"
         else:
@@ -222,13 +228,20 @@ def _qualified(name: str) -> str:
 
 
 def _storage_properties(text: str) -> dict[str, str]:
-    """``[header=true, sep=;]`` as DESCRIBE prints a table's options."""
+    """``[header=true, sep=;]``, as DESCRIBE prints a table's options."""
     inner = text.strip().removeprefix("[").removesuffix("]")
+    pairs = (item.partition("=") for item in inner.split(", ") if item)
+    return {key.strip(): value for key, sep, value in pairs if sep}
+
+
+def _reader_options(file_format: str, spark_options: Mapping[str, str]) -> dict[str, str]:
+    """The Spark options a table was written with that the scan's reader takes, renamed."""
+    allowed = FORMAT_OPTIONS[file_format]
     options: dict[str, str] = {}
-    for item in inner.split(", "):
-        key, sep, value = item.partition("=")
-        if sep and key.strip().lower() in ("header", "sep", "delimiter", "quote", "escape"):
-            options[key.strip().lower()] = value
+    for key, value in spark_options.items():
+        name = _SPARK_OPTION_NAMES.get(key.lower(), key.lower())
+        if name in allowed:
+            options[name] = value
     return options
 
 
@@ -246,37 +259,45 @@ async def _parse_ddl(upstream: UpstreamSession, ddl: str) -> spark_proto.DataTyp
 def prune_counted_scans(request: Message) -> bool:
     """Make scans under a bare row count read no columns.
 
-    Only an ungrouped ``Aggregate`` straight over a ``Scan`` whose aggregates
-    are counts of literals or of ``*`` qualifies; a scan that skips bad
-    records keeps its columns, because which records are bad depends on them.
-    Returns whether a scan changed.
+    Qualifies: an ungrouped ``Aggregate`` (``df.count()``, ``df.agg(...)``)
+    or a ``Project`` (``df.select(F.count("*"))``) straight over a ``Scan``,
+    whose every expression is a count of literals or of ``*``. A scan that
+    skips bad records keeps its columns, because which records are bad
+    depends on them. Returns whether a scan changed.
     """
     changed = False
     for relation in walk_relations(request):
-        if not relation.HasField("aggregate"):
+        counted = _counted_scan(relation)
+        if counted is None:
             continue
-        aggregate = relation.aggregate
-        child = aggregate.input
-        if not child.HasField("extension") or type_name_of(child.extension) != _SCAN_TYPE:
-            continue
-        if aggregate.grouping_expressions or aggregate.group_type not in (
-            spark_proto.Aggregate.GroupType.GROUP_TYPE_UNSPECIFIED,
-            spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY,
-        ):
-            continue
-        if not all(_counts_rows(e) for e in aggregate.aggregate_expressions):
-            continue
-        message = PLUGIN_MESSAGES[_SCAN_TYPE]()
-        child.extension.Unpack(message)
-        assert isinstance(message, proto.Scan)
+        message = proto.Scan()
+        counted.extension.Unpack(message)
         if message.on_error == proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP:
             continue
         if message.wildcard or message.columns:
             message.wildcard = False
             del message.columns[:]
-            child.extension.Pack(message)
+            counted.extension.Pack(message)
             changed = True
     return changed
+
+
+def _counted_scan(relation: spark_proto.Relation) -> spark_proto.Relation | None:
+    """The scan ``relation`` only counts the rows of, if it is such a count."""
+    if relation.HasField("aggregate"):
+        aggregate = relation.aggregate
+        if aggregate.grouping_expressions or aggregate.group_type not in _UNGROUPED:
+            return None
+        child, expressions = aggregate.input, aggregate.aggregate_expressions
+    elif relation.HasField("project"):
+        child, expressions = relation.project.input, relation.project.expressions
+    else:
+        return None
+    if not child.HasField("extension") or type_name_of(child.extension) != _SCAN_TYPE:
+        return None
+    if not expressions or not all(_counts_rows(e) for e in expressions):
+        return None
+    return child
 
 
 def _counts_rows(expression: spark_proto.Expression) -> bool:

@@ -33,7 +33,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
     )
     server.start()
     try:
-        yield Upstream(server.address, embedded=True)
+        yield Upstream(server.address, embedded=True, log_path=spark_dir / "spark-connect.log")
     finally:
         server.stop()
 

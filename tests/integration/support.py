@@ -23,6 +23,7 @@ TEST_SPARK_CONF = {
 class Upstream:
     address: str
     embedded: bool
+    log_path: Path | None = None
 
 
 def new_session(address: str) -> SparkSession:
