@@ -1,4 +1,4 @@
-"""Run every benchmark, or those named: python -m benchmarks [gateway] [loader] [temp_tables] ..."""
+"""Run every benchmark, or those named: python -m benchmarks [gateway] [loader] [temp_tables] [scan] ..."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ BENCHMARKS = {
     "gateway": "benchmarks.gateway_bench",
     "loader": "benchmarks.loader_bench",
     "temp_tables": "benchmarks.temp_table_bench",
+    "scan": "benchmarks.scan_bench",
 }
 
 
