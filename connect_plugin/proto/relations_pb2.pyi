@@ -88,7 +88,7 @@ class ReadTempTable(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Scan(_message.Message):
-    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options")
+    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +115,7 @@ class Scan(_message.Message):
     ON_ERROR_FIELD_NUMBER: _ClassVar[int]
     PARTITIONING_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_ROWS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     files: Scan.Files
     table: str
@@ -127,7 +128,8 @@ class Scan(_message.Message):
     on_error: BadRecordPolicy
     partitioning: Partitioning
     options: _containers.ScalarMap[str, str]
-    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    count_rows: bool
+    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ...) -> None: ...
 
 class BatchLimits(_message.Message):
     __slots__ = ("max_rows", "max_bytes")

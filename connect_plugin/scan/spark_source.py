@@ -52,7 +52,7 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scan.files import ScanFile, file_groups
@@ -65,6 +65,11 @@ SHORT_NAME = "connect_plugin_scan"
 SPEC_OPTION = "spec"
 PUSHDOWN_OPTION = "pushdown"
 """Set to ``true`` only where ``spark.sql.python.filterPushdown.enabled`` is true."""
+
+COUNT_OPTION = "countRows"
+"""Set to ``true`` to read, per file, one row holding its record count (column ``rows``)."""
+
+COUNT_COLUMN = "rows"
 
 MIN_PARTITIONS_OPTION = "minPartitions"
 """Spark partitions to make at least (files allowing); the planning worker's cores by default."""
@@ -119,12 +124,20 @@ class ScanDataSource(DataSource):
         return self._plan
 
     def schema(self) -> StructType:
+        if self._counts_rows():
+            self.plan()
+            return StructType([StructField(COUNT_COLUMN, LongType(), nullable=False)])
         return spark_schema(self.plan().schema)
 
     def reader(self, schema: StructType) -> ScanSourceReader:
+        if self._counts_rows():
+            return RowCountReader(self.plan(), schema, self._min_partitions())
         pushdown = str(self.options.get(PUSHDOWN_OPTION, "false")).lower() == "true"
         reader_class = PruningScanSourceReader if pushdown else ScanSourceReader
         return reader_class(self.plan(), schema, self._min_partitions())
+
+    def _counts_rows(self) -> bool:
+        return str(self.options.get(COUNT_OPTION, "false")).lower() == "true"
 
     def _min_partitions(self) -> int:
         text = self.options.get(MIN_PARTITIONS_OPTION)
@@ -162,6 +175,21 @@ class ScanSourceReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         files = partition.files if isinstance(partition, FileGroup) else self.files
         return ScanReader(self.plan, self.target).read(files)
+
+
+class RowCountReader(ScanSourceReader):
+    """One row per file: its record count, found without decoding a value.
+
+    A query that only counts rows sums these: Spark then neither turns empty
+    batches into rows nor rows back into anything.
+    """
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        files = partition.files if isinstance(partition, FileGroup) else self.files
+        reader = ScanReader(self.plan)
+        for scan_file in files:
+            rows = sum(batch.num_rows for batch in reader.read_file(scan_file))
+            yield pa.record_batch([pa.array([rows], pa.int64())], schema=self.target)
 
 
 class PruningScanSourceReader(ScanSourceReader):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,7 +34,13 @@ from pyspark.sql.types import StructType
 from connect_plugin import proto
 from connect_plugin.errors import PlanError
 from connect_plugin.scan.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
-from connect_plugin.scan.spark_source import PUSHDOWN_OPTION, SPEC_OPTION, data_source_class
+from connect_plugin.scan.spark_source import (
+    COUNT_COLUMN,
+    COUNT_OPTION,
+    PUSHDOWN_OPTION,
+    SPEC_OPTION,
+    data_source_class,
+)
 from connect_plugin.scan.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
 from connect_plugin.server.plans import type_name_of, walk_relations
 from connect_plugin.server.statements import Name
@@ -82,6 +88,8 @@ class Scans:
         source.format = data_source_class().name()
         source.options[SPEC_OPTION] = spec.to_json()
         source.options[PUSHDOWN_OPTION] = "true" if pushdown == "true" else "false"
+        if message.count_rows:
+            source.options[COUNT_OPTION] = "true"
         return relation
 
     def forget(self, user_id: str, session_id: str) -> None:
@@ -257,33 +265,46 @@ async def _parse_ddl(upstream: UpstreamSession, ddl: str) -> spark_proto.DataTyp
 
 
 def prune_counted_scans(request: Message) -> bool:
-    """Make scans under a bare row count read no columns.
+    """Make scans under a bare row count read no columns, and sum per-file counts.
 
     Qualifies: an ungrouped ``Aggregate`` (``df.count()``, ``df.agg(...)``)
     or a ``Project`` (``df.select(F.count("*"))``) straight over a ``Scan``,
-    whose every expression is a count of literals or of ``*``. A scan that
-    skips bad records keeps its columns, because which records are bad
-    depends on them. Returns whether a scan changed.
+    whose every expression is a count of literals or of ``*``. The scan then
+    decodes no values. When every expression is ``count(1)`` or ``count(*)``
+    (aliased or not), the counts are pushed into the scan as well: it yields
+    one row per file with its record count, and each expression becomes the
+    sum of those, named as before. A scan that skips bad records keeps its
+    columns, because which records are dropped depends on them. Returns
+    whether anything changed.
     """
     changed = False
     for relation in walk_relations(request):
-        counted = _counted_scan(relation)
-        if counted is None:
+        found = _counted_scan(relation)
+        if found is None:
             continue
+        counted, expressions = found
         message = proto.Scan()
         counted.extension.Unpack(message)
         if message.on_error == proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP:
             continue
-        if message.wildcard or message.columns:
-            message.wildcard = False
-            del message.columns[:]
-            counted.extension.Pack(message)
-            changed = True
+        names = [_count_name(e) for e in expressions]
+        if not message.count_rows and all(names):
+            message.count_rows = True
+            for expression, name in zip(expressions, names, strict=True):
+                expression.CopyFrom(_sum_of_counts(name or ""))
+        elif not (message.wildcard or message.columns):
+            continue
+        message.wildcard = False
+        del message.columns[:]
+        counted.extension.Pack(message)
+        changed = True
     return changed
 
 
-def _counted_scan(relation: spark_proto.Relation) -> spark_proto.Relation | None:
-    """The scan ``relation`` only counts the rows of, if it is such a count."""
+def _counted_scan(
+    relation: spark_proto.Relation,
+) -> tuple[spark_proto.Relation, Sequence[spark_proto.Expression]] | None:
+    """The scan ``relation`` only counts the rows of, and the counting expressions."""
     if relation.HasField("aggregate"):
         aggregate = relation.aggregate
         if aggregate.grouping_expressions or aggregate.group_type not in _UNGROUPED:
@@ -297,7 +318,7 @@ def _counted_scan(relation: spark_proto.Relation) -> spark_proto.Relation | None
         return None
     if not expressions or not all(_counts_rows(e) for e in expressions):
         return None
-    return child
+    return child, expressions
 
 
 def _counts_rows(expression: spark_proto.Expression) -> bool:
@@ -309,3 +330,40 @@ def _counts_rows(expression: spark_proto.Expression) -> bool:
     if function.function_name.lower() != "count" or function.is_distinct:
         return False
     return all(a.HasField("literal") or a.HasField("unresolved_star") for a in function.arguments)
+
+
+def _count_name(expression: spark_proto.Expression) -> str | None:
+    """The output name of ``count(1)``, ``count(*)`` or an alias of one; None for other counts."""
+    if expression.HasField("alias"):
+        inner = expression.alias.expr
+        named = len(expression.alias.name) == 1 and not expression.alias.HasField("metadata")
+        return expression.alias.name[0] if named and _count_name(inner) else None
+    arguments = expression.unresolved_function.arguments
+    if len(arguments) != 1:
+        return None
+    (argument,) = arguments
+    if argument.HasField("unresolved_star") and not argument.unresolved_star.unparsed_target:
+        return "count(1)"
+    literal = argument.literal
+    one = literal.WhichOneof("literal_type") in ("integer", "long") and (
+        literal.integer == 1 or literal.long == 1
+    )
+    return "count(1)" if argument.HasField("literal") and one else None
+
+
+def _sum_of_counts(name: str) -> spark_proto.Expression:
+    """``coalesce(sum(rows), 0L) AS name``: a count's value, type and nullability."""
+    column = spark_proto.Expression()
+    column.unresolved_attribute.unparsed_identifier = quote_identifier(COUNT_COLUMN)
+    total = spark_proto.Expression()
+    total.unresolved_function.function_name = "sum"
+    total.unresolved_function.arguments.append(column)
+    zero = spark_proto.Expression()
+    zero.literal.long = 0
+    coalesced = spark_proto.Expression()
+    coalesced.unresolved_function.function_name = "coalesce"
+    coalesced.unresolved_function.arguments.extend([total, zero])
+    named = spark_proto.Expression()
+    named.alias.expr.CopyFrom(coalesced)
+    named.alias.name.append(name)
+    return named

@@ -255,6 +255,19 @@ def test_counts_decode_no_values(spark: SparkSession, tmp_path: Path) -> None:
     empty = connect_plugin.scan(spark, str(tmp_path), format="json", columns=[])
     assert empty.columns == []
     assert decoded.select(F.count(F.lit(1)).alias("n")).collect()[0]["n"] == 3
+    named = decoded.agg(F.count("*").alias("n"), F.count(F.lit(1)))
+    assert named.dtypes == [("n", "bigint"), ("count(1)", "bigint")]
+    assert tuple(named.collect()[0]) == (3, 3)
+
+
+def test_counts_sum_every_file_and_are_zero_for_no_rows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    for index in range(5):
+        write_json(tmp_path / f"d{index}" / "a.json", [{"a": i} for i in range(index * 10)])
+    assert connect_plugin.scan(spark, str(tmp_path), format="json").count() == 100
+    empty = tmp_path / "d0"
+    assert connect_plugin.scan(spark, str(empty), format="json").count() == 0
 
 
 def test_count_of_a_skipping_scan_counts_only_good_records(

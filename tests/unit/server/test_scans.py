@@ -84,14 +84,32 @@ def test_the_client_builds_a_scan_stamped_with_its_session() -> None:
     assert not given.HasField("schema_ddl")
 
 
-def test_count_aggregates_over_a_scan_read_no_columns() -> None:
-    for counted in (F.count(F.lit(1)), F.count("*").alias("n")):
-        changed, message = pruned(request(aggregate(scan_plan(), counted)))
+def test_counts_over_a_scan_become_sums_of_per_file_counts() -> None:
+    for counted, name in ((F.count(F.lit(1)), "count(1)"), (F.count("*").alias("n"), "n")):
+        built = request(aggregate(scan_plan(), counted))
+        changed, message = pruned(built)
         assert changed
-        assert (list(message.columns), message.wildcard) == ([], False)
-    changed, message = pruned(request(Project(scan_plan(columns=["a"]), [F.count(F.lit(1))])))
+        assert (list(message.columns), message.wildcard, message.count_rows) == ([], False, True)
+        (expression,) = built.plan.root.aggregate.aggregate_expressions
+        assert list(expression.alias.name) == [name]
+        coalesced = expression.alias.expr.unresolved_function
+        assert coalesced.function_name == "coalesce"
+        assert coalesced.arguments[0].unresolved_function.function_name == "sum"
+        assert coalesced.arguments[1].literal.long == 0
+    built = request(Project(scan_plan(columns=["a"]), [F.count(F.lit(1))]))
+    changed, message = pruned(built)
     assert changed
-    assert list(message.columns) == []
+    assert message.count_rows
+    assert list(built.plan.root.project.expressions[0].alias.name) == ["count(1)"]
+
+
+def test_other_counts_of_literals_read_no_columns_but_count_in_spark() -> None:
+    built = request(aggregate(scan_plan(), F.count(F.lit(5))))
+    changed, message = pruned(built)
+    assert changed
+    assert (list(message.columns), message.wildcard, message.count_rows) == ([], False, False)
+    function = built.plan.root.aggregate.aggregate_expressions[0].unresolved_function
+    assert function.function_name == "count"
 
 
 @pytest.mark.parametrize(
