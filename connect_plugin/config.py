@@ -61,6 +61,14 @@ class Config:
     """The session registry's SQLite file; default ``<workspace>/.connect-plugin/registry.sqlite3``."""
     recovery_timeout_s: float = 30.0
     """At start-up, how long one upstream call of the repair (and an interrupted write) may take."""
+    session_idle_timeout_s: float = 0.0
+    """How long a session with temporary tables may go without any call before the gateway
+    releases it and deletes its tables; 0: the upstream's own session timeout
+    (``spark.connect.session.manager.defaultSessionTimeout`` when the server sets it, else
+    Spark's default of 60 minutes)."""
+    session_sweep_interval_s: float = 60.0
+    """How often idle sessions are expired, sessions the upstream lost are detected, and
+    activity is written to the session registry."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -78,6 +86,15 @@ class Config:
             )
         if self.recovery_timeout_s <= 0:
             raise ConfigError(f"recovery_timeout_s {self.recovery_timeout_s!r} must be positive")
+        if self.session_idle_timeout_s < 0:
+            raise ConfigError(
+                f"session_idle_timeout_s {self.session_idle_timeout_s!r} must be positive "
+                "(or 0 for the upstream's session timeout)"
+            )
+        if self.session_sweep_interval_s <= 0:
+            raise ConfigError(
+                f"session_sweep_interval_s {self.session_sweep_interval_s!r} must be positive"
+            )
         if not self.temp_workspace_name.isidentifier():
             raise ConfigError(
                 f"temp_workspace_name {self.temp_workspace_name!r} must be a plain identifier"

@@ -17,6 +17,8 @@ from connect_plugin.config import Config
 KEEPALIVE_TIME_MS = 60_000
 KEEPALIVE_TIMEOUT_MS = 20_000
 MIN_CLIENT_PING_INTERVAL_MS = 10_000
+MAX_UPSTREAM_RECONNECT_BACKOFF_MS = 1_000
+"""gRPC's default backoff grows to 120 s; a restarted upstream must serve new sessions at once."""
 
 
 def _size_options(config: Config) -> list[tuple[str, Any]]:
@@ -46,5 +48,7 @@ def upstream_channel(config: Config) -> grpc.aio.Channel:
             ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
             ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
             ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.initial_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
+            ("grpc.max_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
         ],
     )

@@ -15,11 +15,11 @@ import collections
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
@@ -32,6 +32,30 @@ SERVICE = base_pb2.DESCRIPTOR.services_by_name["SparkConnectService"]
 SERVICE_NAME = SERVICE.full_name
 
 _HOP_BY_HOP_METADATA = frozenset(("user-agent", "te", "content-type", "grpc-accept-encoding"))
+_UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
+"""Methods whose responses may name a server-side session other than the request's own."""
+
+SessionKey = tuple[str, str]
+
+
+class CallObserver(Protocol):
+    """Sees every call that names a session: its start, end, errors and responses.
+
+    The forwarder calls it on the hot path of every RPC, so it must be cheap;
+    ``tracks_responses`` says whether the first response of a call is worth
+    decoding for ``responded``.
+    """
+
+    def begin(self, request: Message) -> SessionKey | None: ...
+
+    def end(self, key: SessionKey) -> None: ...
+
+    def tracks_responses(self, key: SessionKey) -> bool: ...
+
+    def responded(self, key: SessionKey, server_side_session_id: str) -> None: ...
+
+    def failed(self, key: SessionKey, error: grpc.aio.AioRpcError) -> None: ...
+
 
 @dataclass
 class Interception:
@@ -108,10 +132,17 @@ async def abort_with(exc: ConnectPluginError, context: Any) -> NoReturn:
 class Forwarder:
     """Builds one generic handler that forwards every method of the service."""
 
-    def __init__(self, channel: grpc.aio.Channel, hooks: Mapping[str, RequestHook] | None = None):
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        hooks: Mapping[str, RequestHook] | None = None,
+        observer: CallObserver | None = None,
+    ):
         self._channel = channel
         self._hooks = dict(hooks or {})
+        self._observer = observer
         self.calls: collections.Counter[str] = collections.Counter()
+        self._responses: dict[str, type[Message]] = {}
 
     def handler(self) -> grpc.GenericRpcHandler:
         handlers = {method.name: self._method_handler(method) for method in SERVICE.methods}
@@ -120,10 +151,15 @@ class Forwarder:
     def _method_handler(self, method: MethodDescriptor) -> grpc.RpcMethodHandler:
         path = f"/{SERVICE_NAME}/{method.name}"
         decode: type[Message] | None = None
-        if method.name in self._hooks and not method.client_streaming:
-            decode = getattr(base_pb2, method.input_type.name, None) or GetMessageClass(
-                method.input_type
-            )
+        watched = self._observer is not None
+        if (method.name in self._hooks or watched) and not method.client_streaming:
+            decode = _message_class(method.input_type)
+        if (
+            watched
+            and method.name not in _UNCHECKED_RESPONSES
+            and "server_side_session_id" in method.output_type.fields_by_name
+        ):
+            self._responses[method.name] = _message_class(method.output_type)
         kind = (method.client_streaming, method.server_streaming)
         make_call = {
             (False, False): self._channel.unary_unary,
@@ -141,13 +177,44 @@ class Forwarder:
             return grpc.stream_unary_rpc_method_handler(forward)
         return grpc.unary_unary_rpc_method_handler(forward)
 
-    async def _inspect(
-        self, name: str, decode: type[Message] | None, request: Any, context: Any
-    ) -> Interception | None:
+    def _begin(
+        self, decode: type[Message] | None, request: Any
+    ) -> tuple[Message | None, SessionKey | None]:
+        """The decoded request (None if not decoded) and the session the observer tracks."""
         if decode is None:
+            return None, None
+        try:
+            message = decode.FromString(request)
+        except DecodeError:
+            return None, None  # the upstream says what is wrong with it
+        key = None if self._observer is None else self._observer.begin(message)
+        return message, key
+
+    def _end(self, key: SessionKey | None) -> None:
+        if key is not None and self._observer is not None:
+            self._observer.end(key)
+
+    def _failed(self, key: SessionKey | None, error: grpc.aio.AioRpcError) -> None:
+        if key is not None and self._observer is not None:
+            self._observer.failed(key, error)
+
+    def _responded(self, key: SessionKey | None, name: str, response: bytes) -> None:
+        """Tell the observer which server-side session answered (first response only)."""
+        response_type = self._responses.get(name)
+        if key is None or self._observer is None or response_type is None:
+            return
+        if self._observer.tracks_responses(key):
+            try:
+                decoded: Any = response_type.FromString(response)
+            except DecodeError:
+                return
+            self._observer.responded(key, str(decoded.server_side_session_id))
+
+    async def _inspect(self, name: str, message: Message | None, context: Any) -> Interception | None:
+        if message is None or name not in self._hooks:
             return None
         try:
-            return await self._hooks[name](name, decode.FromString(request), context)
+            return await self._hooks[name](name, message, context)
         except ConnectPluginError as exc:
             log.info("refused %s: %s", name, exc)
             await abort_with(exc, context)
@@ -181,7 +248,16 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
-            handling = await self._inspect(name, decode, request, context)
+            message, key = self._begin(decode, request)
+            try:
+                return await forward_call(request, message, key, context)
+            finally:
+                self._end(key)
+
+        async def forward_call(
+            request: Any, message: Message | None, key: SessionKey | None, context: Any
+        ) -> bytes:
+            handling = await self._inspect(name, message, context)
             if handling is not None:
                 if handling.answer is not None:
                     return handling.answer.SerializeToString()
@@ -195,10 +271,12 @@ class Forwarder:
             try:
                 response: bytes = await call
             except grpc.aio.AioRpcError as error:
+                self._failed(key, error)
                 await relay_upstream_error(error, context)
             except asyncio.CancelledError:
                 call.cancel()
                 raise
+            self._responded(key, name, response)
             await self._send_initial_metadata(call, context)
             await self._finish(call, context)
             await self._finish_interception(handling, name, context)
@@ -213,7 +291,17 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            handling = await self._inspect(name, decode, request, context)
+            message, key = self._begin(decode, request)
+            try:
+                async for response in forward_call(request, message, key, context):
+                    yield response
+            finally:
+                self._end(key)
+
+        async def forward_call(
+            request: Any, message: Message | None, key: SessionKey | None, context: Any
+        ) -> AsyncIterator[bytes]:
+            handling = await self._inspect(name, message, context)
             if handling is not None:
                 if handling.prepare is not None:
                     try:
@@ -233,14 +321,24 @@ class Forwarder:
                 await self._send_initial_metadata(call, context)
                 read = call.read
                 eof = grpc.aio.EOF
-                while (response := await read()) is not eof:
+                response = await read()
+                if response is not eof:
+                    self._responded(key, name, response)
+                while response is not eof:
                     yield response
+                    response = await read()
                 await self._finish(call, context)
                 await self._finish_interception(handling, name, context)
             except grpc.aio.AioRpcError as error:
+                self._failed(key, error)
                 await relay_upstream_error(error, context)
             finally:
                 if not call.done():
                     call.cancel()
 
         return forward
+
+
+def _message_class(descriptor: Descriptor) -> type[Message]:
+    found: type[Message] | None = getattr(base_pb2, descriptor.name, None)
+    return found or GetMessageClass(descriptor)

@@ -3,7 +3,9 @@
 ``serve(config)`` starts the server on an event loop of its own thread and
 returns at once; blocking until a signal is the CLI's business. Before it
 listens, the gateway claims its workspace (one gateway per workspace) and
-repairs what a previous run left half-done (see ``recovery``).
+repairs what a previous run left half-done (see ``recovery``); while it
+serves, a sweeper expires idle sessions and drops the tables of sessions the
+upstream lost (see ``expiry``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.channels import server_options, upstream_channel
+from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, plan_methods
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.temp_tables import TempTables
@@ -42,6 +45,7 @@ class Gateway:
         self._stopped = threading.Event()
         self.forwarder: Forwarder | None = None
         self.temp_tables: TempTables | None = None
+        self.watch: SessionWatch | None = None
 
     @property
     def address(self) -> str:
@@ -66,7 +70,12 @@ class Gateway:
         self.temp_tables = TempTables(self.config, self._channel)
         await self.temp_tables.start()
         handlers = PluginHandlers(self.config, self.temp_tables)
-        self.forwarder = Forwarder(self._channel, hooks=handlers.hooks(plan_methods()))
+        self.watch = SessionWatch(
+            self.config, self.temp_tables, self._channel, forget=handlers.forget_session
+        )
+        self.forwarder = Forwarder(
+            self._channel, hooks=handlers.hooks(plan_methods()), observer=self.watch
+        )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
         self._health = health.aio.HealthServicer()
@@ -80,6 +89,7 @@ class Gateway:
             ) from exc
         await server.start()
         self._server = server
+        await self.watch.start()
         serving = health_pb2.HealthCheckResponse.SERVING
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)
@@ -103,6 +113,8 @@ class Gateway:
         if self._server is not None:
             await self._server.stop(grace)
         try:
+            if self.watch is not None:
+                await self.watch.stop()
             if self.temp_tables is not None:
                 await self.temp_tables.stop()
         finally:

@@ -145,9 +145,7 @@ class PluginHandlers:
     ) -> Interception | None:
         found = self._extensions(request)
         if found:
-            raise NotSupportedYet(
-                f"[{found[0].type_name}] cannot be used in a {method} request"
-            )
+            raise NotSupportedYet(f"[{found[0].type_name}] cannot be used in a {method} request")
         return None
 
     async def execute_plan(
@@ -163,7 +161,9 @@ class PluginHandlers:
             handling = await self._sql(session, request, site, statement)
             if handling is not None or not found:
                 return handling
-        return self._with_progress(session, request, lambda sink: self._extension_work(session, found, sink))
+        return self._with_progress(
+            session, request, lambda sink: self._extension_work(session, found, sink)
+        )
 
     def _may_be_ours(self, request: spark_proto.ExecutePlanRequest, query: str) -> bool:
         """Whether ``query`` is worth tokenizing: it names TEMP, or the session has temp tables.
@@ -177,7 +177,7 @@ class PluginHandlers:
         if "temp" in query.lower():
             return True
         entry = self.temp_tables.registry.find(request.user_context.user_id, request.session_id)
-        return entry is not None and bool(entry.tables)
+        return entry is not None and bool(entry.tables or entry.creating)
 
     def _guard_command(
         self, request: spark_proto.ExecutePlanRequest, context: Any
@@ -231,7 +231,10 @@ class PluginHandlers:
                 session, request, lambda sink: self._put(site, tables.create(session, create, sink))
             )
         if isinstance(statement, DropTable):
-            if tables.lookup(session, statement.name) is None:
+            known = tables.lookup(session, statement.name) or tables.being_created(
+                session, statement.name
+            )
+            if not known:
                 return None
 
             async def drop(_sink: ProgressSink) -> None:
@@ -386,11 +389,15 @@ class PluginHandlers:
         self, method: str, request: spark_proto.ReleaseSessionRequest, context: Any
     ) -> Interception:
         async def release() -> None:
-            self._server_side_ids.pop(request.session_id, None)
-            self.scans.forget(request.user_context.user_id, request.session_id)
-            await self.temp_tables.release(request.user_context.user_id, request.session_id)
+            await self.forget_session(request.user_context.user_id, request.session_id)
 
         return Interception(finish=release)
+
+    async def forget_session(self, user_id: str, session_id: str) -> None:
+        """Drop all the gateway keeps for a session that is gone (released, expired or lost)."""
+        self._server_side_ids.pop(session_id, None)
+        self.scans.forget(user_id, session_id)
+        await self.temp_tables.release(user_id, session_id)
 
     async def release_execute(
         self, method: str, request: spark_proto.ReleaseExecuteRequest, context: Any

@@ -14,6 +14,7 @@ rows a crash left ``creating`` or ``dropping`` are for start-up recovery.
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -36,6 +37,8 @@ class SessionEntry:
     tables: dict[str, TempTable] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     server_side_session_id: str = ""
+    creating: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Lower-cased names with a CTTAS under way (waiting for the lock or running)."""
 
 
 class SessionRegistry:
@@ -85,9 +88,7 @@ class SessionRegistry:
         """Record a table as ``creating`` before anything of it exists."""
         if server_side_session_id:
             entry.server_side_session_id = server_side_session_id
-        stored = StoredSession(
-            entry.user_id, entry.session_id, entry.server_side_session_id, now()
-        )
+        stored = StoredSession(entry.user_id, entry.session_id, entry.server_side_session_id, now())
         self.store.add_table(stored, table, TableState.CREATING, operation_id)
 
     def finish_create(

@@ -15,10 +15,12 @@ import dataclasses
 import datetime
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
 from pyspark.sql.types import StructType
@@ -26,6 +28,7 @@ from pyspark.sql.types import StructType
 from connect_plugin.config import TEMP_TABLE_FORMATS, Config
 from connect_plugin.errors import (
     ConnectPluginError,
+    RegistryError,
     TempTableError,
     TempTableExists,
     TempTableNotFound,
@@ -38,6 +41,7 @@ from connect_plugin.server.registry import SessionEntry, SessionRegistry, TempTa
 from connect_plugin.server.session_store import SessionStore, SqliteSessionStore
 from connect_plugin.server.statements import Name, check_table_name
 from connect_plugin.server.upstream import (
+    SESSION_GONE_ERRORS,
     SessionContext,
     UpstreamFailed,
     UpstreamSession,
@@ -50,6 +54,7 @@ log = logging.getLogger(__name__)
 
 SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
 _ROWS_METRIC = "rows"
+WRITE_POLL_S = 0.1
 
 ProgressSink = Callable[[spark_proto.ExecutePlanResponse], None]
 
@@ -111,6 +116,11 @@ class TempTables:
     def upstream(self, context: SessionContext) -> UpstreamSession:
         return UpstreamSession(self._channel, context)
 
+    def being_created(self, context: SessionContext, name: Name) -> bool:
+        """Whether a CTTAS of ``name`` is under way in the session (a DROP must wait for it)."""
+        entry = self.registry.find(context.user_id, context.session_id)
+        return entry is not None and entry.creating[name.name.lower()] > 0
+
     def lookup(self, context: SessionContext, name: Name) -> TempTable | None:
         """The session's temp table ``name`` refers to, if it refers to one."""
         if name.qualifier is not None and name.qualifier.lower() != self._workspace_name:
@@ -129,46 +139,123 @@ class TempTables:
         name = check_table_name(request.name, self.config.temp_workspace_name)
         upstream = self.upstream(context)
         entry = self.registry.session(context.user_id, context.session_id)
-        async with entry.lock:
-            existing = entry.tables.get(name.lower())
-            taken = existing is not None or await self._is_temp_view(upstream, name)
-            if taken and request.if_not_exists:
-                return results.status(False, self._exists_message(name))
-            if taken and not request.or_replace:
-                raise TempTableExists(
-                    self._exists_message(name) + "; drop it first or use CREATE OR REPLACE"
+        key = name.lower()
+        entry.creating[key] += 1
+        try:
+            async with entry.lock:
+                existing = entry.tables.get(name.lower())
+                taken = existing is not None or await self._is_temp_view(upstream, name)
+                if taken and request.if_not_exists:
+                    return results.status(False, self._exists_message(name))
+                if taken and not request.or_replace:
+                    raise TempTableExists(
+                        self._exists_message(name) + "; drop it first or use CREATE OR REPLACE"
+                    )
+                fmt = await self._format(upstream, request.format, name)
+                source = await self._shaped_input(upstream, request, name)
+                written = self._check_shape(source.schema, request.partition_columns, fmt, name)
+                log.info("Temporary table [%s] is being created.", name)
+                try:
+                    location = self.workspace.new_table_folder(context.session_id)
+                except WorkspaceError as exc:
+                    raise WorkspaceError(
+                        f"Temporary table [{name}] was not created: {exc}"
+                    ) from exc
+                table = TempTable(
+                    name=name,
+                    location=location,
+                    format=fmt,
+                    schema_json=written.json(),
+                    partition_columns=request.partition_columns,
+                    options=dict(request.options),
+                    rows=0,
+                    created=datetime.datetime.now(datetime.timezone.utc),
                 )
-            fmt = await self._format(upstream, request.format, name)
-            source = await self._shaped_input(upstream, request, name)
-            written = self._check_shape(source.schema, request.partition_columns, fmt, name)
-            log.info("Temporary table [%s] is being created.", name)
-            table = TempTable(
-                name=name,
-                location=self.workspace.new_table_folder(context.session_id),
-                format=fmt,
-                schema_json=written.json(),
-                partition_columns=request.partition_columns,
-                options=dict(request.options),
-                rows=0,
-                created=datetime.datetime.now(datetime.timezone.utc),
-            )
-            operation_id = str(uuid.uuid4())
-            self.registry.begin_create(entry, table, operation_id, upstream.server_side_session_id)
-            try:
-                rows = await self._write(
-                    upstream, source.relation, table, request, progress, operation_id
+                operation_id = str(uuid.uuid4())
+                self.registry.begin_create(
+                    entry, table, operation_id, upstream.server_side_session_id
                 )
-                self.workspace.secure(table.location)
-                await self._create_view(upstream, table, replace=taken)
-            except BaseException:
-                self.workspace.remove(table.location)
-                self.registry.remove([table])
-                raise
-            table = dataclasses.replace(table, rows=rows)
-            self.registry.finish_create(entry, table, replaced=existing)
-            if existing is not None:
-                self._remove_replaced(existing)
-            return results.created(name, rows)
+                viewing = False
+                try:
+                    rows = await self._write(
+                        upstream, source.relation, table, request, progress, operation_id
+                    )
+                    self.workspace.secure(table.location)
+                    viewing = True
+                    await self._create_view(upstream, table, replace=taken)
+                except BaseException:
+                    # Also when the client went away (cancelled): the undo must run to its end.
+                    # A name taken by a plain view of the client's is not ours to give back.
+                    undo_view = viewing and (existing is not None or not taken)
+                    await _to_the_end(
+                        self._undo_create(context, table, operation_id, existing, undo_view)
+                    )
+                    raise
+                table = dataclasses.replace(table, rows=rows)
+                self.registry.finish_create(entry, table, replaced=existing)
+                if existing is not None:
+                    self._remove_replaced(existing)
+                return results.created(name, rows)
+        finally:
+            entry.creating[key] -= 1
+            if not entry.creating[key]:
+                del entry.creating[key]
+
+    async def _undo_create(
+        self,
+        context: SessionContext,
+        table: TempTable,
+        operation_id: str,
+        replaced: TempTable | None,
+        undo_view: bool,
+    ) -> None:
+        """Undo a failed or abandoned CTTAS: stop Spark's write, give the name back, delete.
+
+        Spark's write runs on when the client goes away, and its tasks would
+        bring the folder back after it is deleted, so the write is
+        interrupted and awaited first. If the upstream cannot say the write
+        stopped, the row stays ``creating`` for the next start to finish.
+        """
+        upstream = self.upstream(context)
+        try:
+            await self.stop_write(upstream, operation_id, table.name)
+            if undo_view and replaced is not None:
+                await self.restore_view(context, replaced)
+            elif undo_view:
+                await self.drop_view(context, table.name)
+        except (ConnectPluginError, UpstreamFailed) as exc:
+            if not _session_gone(exc):
+                log.warning(
+                    "Temporary table [%s]: cannot undo its creation now (%s); the next start "
+                    "finishes it",
+                    table.name,
+                    exc,
+                )
+                return
+        try:
+            self.workspace.remove(table.location)
+            self.registry.remove([table])
+        except (WorkspaceError, RegistryError):
+            # The client hears why the CTTAS failed, not why its undo did.
+            log.exception("Temporary table [%s]: the next start finishes undoing it", table.name)
+
+    async def stop_write(self, upstream: UpstreamSession, operation_id: str, name: str) -> None:
+        """Interrupt a table's write operation and wait until Spark has let go of it."""
+        timeout = self.config.recovery_timeout_s
+
+        async def interrupt_and_wait() -> None:
+            if await upstream.interrupt(operation_id):
+                log.info("Temporary table [%s]: interrupted its write.", name)
+            while await upstream.running(operation_id):
+                await asyncio.sleep(WRITE_POLL_S)
+
+        try:
+            await asyncio.wait_for(interrupt_and_wait(), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise TempTableError(
+                f"Temporary table [{name}]: its write (operation {operation_id}) still runs "
+                f"{timeout:.0f} s after being interrupted"
+            ) from None
 
     def _remove_replaced(self, table: TempTable) -> None:
         """Delete the files of a replaced table; if that fails its row stays for the next start."""
@@ -231,7 +318,9 @@ class TempTables:
         return _Source(relation, schema)
 
     @staticmethod
-    async def _schema(upstream: UpstreamSession, relation: spark_proto.Relation, name: str) -> StructType:
+    async def _schema(
+        upstream: UpstreamSession, relation: spark_proto.Relation, name: str
+    ) -> StructType:
         try:
             data_type = proto_schema_to_pyspark_data_type(await upstream.schema(relation))
         except UpstreamFailed as exc:
@@ -303,7 +392,8 @@ class TempTables:
                         rows = metrics.values[0].long
         except UpstreamFailed as exc:
             raise TempTableQueryFailed(
-                f"Temporary table [{request.name.name}] was not created: {exc.message}"
+                f"Temporary table [{request.name.name}] was not created: writing "
+                f"[{table.location}] failed: {exc.message}{await _root_cause(upstream, exc)}"
             ) from exc
         if rows is None:
             raise TempTableQueryFailed(
@@ -343,13 +433,18 @@ class TempTables:
         try:
             await self.upstream(context).run(spark_proto.Plan(root=relation))
         except UpstreamFailed as exc:
-            raise TempTableError(f"Temporary table [{name}]: dropping its view failed: {exc}") from exc
+            raise TempTableError(
+                f"Temporary table [{name}]: dropping its view failed: {exc}"
+            ) from exc
 
     async def drop(
         self, context: SessionContext, name: Name, *, if_exists: bool, strict: bool
     ) -> spark_proto.Relation | None:
         """Drop a temp table; ``None`` when ``name`` is none and ``strict`` is off (SQL)."""
         entry = self.registry.find(context.user_id, context.session_id)
+        if entry is not None and self.being_created(context, name):
+            async with entry.lock:
+                pass
         table = self.lookup(context, name)
         if table is None or entry is None:
             if not strict:
@@ -425,6 +520,63 @@ class TempTables:
                 log.exception("cleaning up session %s failed", session_id)
                 return
         self.registry.remove_session(user_id, session_id)
+
+
+async def _to_the_end(work: Awaitable[None]) -> None:
+    """Await ``work`` to its end even if the caller is cancelled meanwhile (re-raised after)."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                break
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
+    """`` (caused by: ...)`` with the innermost Spark error, when Spark kept its details.
+
+    A failed write says only "Task failed while writing rows"; what the user
+    can act on (no space left, permission denied) is its root cause.
+    """
+    try:
+        status = rpc_status.from_call(exc.error)
+    except ValueError:  # details that contradict the status code
+        return ""
+    error_id = ""
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            error_id = info.metadata.get("errorId", "")
+    if not error_id:
+        return ""
+    request = spark_proto.FetchErrorDetailsRequest(error_id=error_id)
+    try:
+        response = await upstream._unary(  # the gateway's one read of Spark's error chain
+            "FetchErrorDetails", request, spark_proto.FetchErrorDetailsResponse
+        )
+    except (UpstreamFailed, ConnectPluginError):
+        return ""
+    errors = response.errors
+    if not errors or not response.HasField("root_error_idx"):
+        return ""
+    index, seen = response.root_error_idx, set()
+    while errors[index].HasField("cause_idx") and index not in seen:
+        seen.add(index)
+        index = errors[index].cause_idx
+    cause = errors[index].message
+    return f" (caused by: {cause})" if cause and cause not in exc.message else ""
+
+
+def _session_gone(exc: BaseException) -> bool:
+    """The upstream session was released or expired: Spark stopped its operations itself."""
+    message = exc.message if isinstance(exc, UpstreamFailed) else str(exc)
+    return any(error in message for error in SESSION_GONE_ERRORS)
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,9 @@ class Workspace:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             session.mkdir(mode=FOLDER_MODE, exist_ok=True)
-            os.chmod(session, FOLDER_MODE)
+            # Only when needed: an existing folder's trouble is then Spark's to report, with the path.
+            if stat.S_IMODE(os.stat(session).st_mode) != FOLDER_MODE:
+                os.chmod(session, FOLDER_MODE)
         except OSError as exc:
             raise WorkspaceError(
                 f"cannot create the session folder [{session}]: {exc.strerror}; check that "

@@ -1,0 +1,312 @@
+"""Sessions that go away without saying so: idle ones, and ones the upstream lost.
+
+A temp table lives exactly as long as its session. A client that vanishes
+never sends ReleaseSession, and a Spark Connect server that restarts or
+expires a session forgets its views without telling the gateway, so the
+gateway watches the sessions that have temp tables:
+
+- the forwarder reports every call (``begin``/``end``), so activity is known
+  in memory at the cost of a dict update, and a session with a call in
+  flight (a long query, an open result stream) is never idle;
+- an upstream error saying the session is gone, or a response from another
+  server-side session than the one recorded, drops the session's tables at
+  once;
+- a sweeper on the gateway's event loop, every ``session_sweep_interval_s``,
+  writes activity to the registry, releases sessions idle for longer than
+  the timeout (upstream first, then folder and rows), and probes the others
+  with a ReleaseExecute that never creates a session, so sessions lost while
+  nobody used them are found too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import grpc
+from google.protobuf.message import Message
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin.config import Config
+from connect_plugin.errors import ConnectPluginError
+from connect_plugin.server.registry import SessionEntry
+from connect_plugin.server.session_store import now
+from connect_plugin.server.temp_tables import TempTables
+from connect_plugin.server.upstream import CLIENT_TYPE, SessionContext, UpstreamFailed
+
+log = logging.getLogger(__name__)
+
+UPSTREAM_TIMEOUT_KEY = "spark.connect.session.manager.defaultSessionTimeout"
+SPARK_DEFAULT_SESSION_TIMEOUT_S = 3600.0
+"""Spark's own default for ``UPSTREAM_TIMEOUT_KEY`` (60 minutes)."""
+SESSION_GONE_ERRORS = (
+    "INVALID_HANDLE.SESSION_NOT_FOUND",
+    "INVALID_HANDLE.SESSION_CLOSED",
+    "INVALID_HANDLE.SESSION_CHANGED",
+)
+"""Upstream error classes meaning the session the client knew is not there any more."""
+MAX_PARALLEL_PROBES = 16
+_TIME_UNITS_S = {
+    "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0,
+}  # fmt: skip
+_TIME = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*")
+
+Key = tuple[str, str]
+"""(user id, session id), as the registry keys sessions."""
+
+
+def spark_duration_s(text: str, default_unit: str = "ms") -> float | None:
+    """Seconds of a Spark time setting such as ``60m`` or ``3600s``; None if unreadable."""
+    match = _TIME.fullmatch(text.lower())
+    if match is None:
+        return None
+    unit = _TIME_UNITS_S.get(match.group(2) or default_unit)
+    return None if unit is None else float(match.group(1)) * unit
+
+
+def session_key(request: Message) -> Key | None:
+    """The session a decoded request belongs to, if it names one."""
+    session_id = getattr(request, "session_id", "")
+    if not session_id:
+        return None
+    user_context = getattr(request, "user_context", None)
+    return (user_context.user_id if user_context is not None else "", session_id)
+
+
+@dataclass
+class _Seen:
+    last: float
+    """Wall-clock time of the last call's start or end (the registry's clock)."""
+    in_flight: int = 0
+    persisted: float = 0.0
+
+
+@dataclass
+class WatchFigures:
+    """What the watch has done since start, for the log and for tests."""
+
+    expired: list[str] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    sweeps: int = 0
+
+
+class SessionWatch:
+    """Activity of sessions with temp tables, and the sweeper that acts on it."""
+
+    def __init__(
+        self,
+        config: Config,
+        tables: TempTables,
+        channel: grpc.aio.Channel,
+        forget: Callable[[str, str], Awaitable[None]],
+    ) -> None:
+        self.config = config
+        self._tables = tables
+        self._channel = channel
+        self._forget = forget
+        self._seen: dict[Key, _Seen] = {}
+        self._cleanups: set[asyncio.Task[None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._upstream_timeout_s: float | None = None
+        self._timeout_asked = False
+        self.figures = WatchFigures()
+
+    @property
+    def timeout_s(self) -> float:
+        """The idle timeout: configured, else the upstream's, else Spark's default."""
+        if self.config.session_idle_timeout_s > 0:
+            return self.config.session_idle_timeout_s
+        return self._upstream_timeout_s or SPARK_DEFAULT_SESSION_TIMEOUT_S
+
+    # The forwarder's side: called for every call, so kept to dict updates.
+
+    def begin(self, request: Message) -> Key | None:
+        key = session_key(request)
+        if key is None:
+            return None
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = _Seen(now())
+        else:
+            seen.last = now()
+        seen.in_flight += 1
+        return key
+
+    def end(self, key: Key) -> None:
+        seen = self._seen.get(key)
+        if seen is None:
+            return
+        seen.in_flight -= 1
+        seen.last = now()
+        if seen.in_flight <= 0 and self._tables.registry.find(*key) is None:
+            del self._seen[key]
+
+    def tracks_responses(self, key: Key) -> bool:
+        """Whether responses of this session are worth decoding (it has temp tables)."""
+        return self._tables.registry.find(*key) is not None
+
+    def responded(self, key: Key, server_side_session_id: str) -> None:
+        """A response of the session: another server-side session means the old one is gone."""
+        entry = self._tables.registry.find(*key)
+        if entry is None or not server_side_session_id:
+            return
+        known = entry.server_side_session_id
+        if not known:
+            entry.server_side_session_id = server_side_session_id
+            self._tables.registry.store.touch(*key, 0.0, server_side_session_id)
+        elif known != server_side_session_id:
+            self._cleanup_later(
+                entry, f"the upstream answered from a new server-side session {server_side_session_id}"
+            )
+
+    def failed(self, key: Key, error: grpc.aio.AioRpcError) -> None:
+        """An upstream error of the session: some say the session is gone."""
+        details = error.details() or ""
+        gone = next((name for name in SESSION_GONE_ERRORS if name in details), None)
+        entry = self._tables.registry.find(*key)
+        if gone is not None and entry is not None:
+            self._cleanup_later(entry, f"the upstream said {gone}")
+
+    def _cleanup_later(self, entry: SessionEntry, reason: str) -> None:
+        task = asyncio.ensure_future(self._session_gone(entry, reason))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
+
+    # The sweeper.
+
+    async def start(self) -> None:
+        for stored in self._tables.registry.store.load().sessions:
+            key = (stored.user_id, stored.session_id)
+            if key not in self._seen:
+                self._seen[key] = _Seen(stored.last_activity, persisted=stored.last_activity)
+        self._sweeper = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        tasks = [*self._cleanups, *([self._sweeper] if self._sweeper is not None else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        interval = self.config.session_sweep_interval_s
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("sweeping idle and lost sessions failed; trying again in %.0f s", interval)
+
+    async def sweep(self) -> None:
+        """One round: persist activity, expire idle sessions, probe the rest."""
+        self.figures.sweeps += 1
+        started = now()
+        limit = asyncio.Semaphore(MAX_PARALLEL_PROBES)
+
+        async def one(entry: SessionEntry) -> None:
+            async with limit:
+                await self._check(entry, started)
+
+        await asyncio.gather(*(one(entry) for entry in self._tables.registry.sessions()))
+
+    async def _check(self, entry: SessionEntry, at: float) -> None:
+        key = (entry.user_id, entry.session_id)
+        seen = self._seen.setdefault(key, _Seen(at))
+        if seen.last > seen.persisted:
+            self._tables.registry.store.touch(*key, seen.last)
+            seen.persisted = seen.last
+        if seen.in_flight > 0:
+            return
+        context = SessionContext(
+            session_id=entry.session_id,
+            user_context=spark_proto.UserContext(user_id=entry.user_id),
+            metadata=(),
+        )
+        upstream = self._tables.upstream(context)
+        try:
+            current = await asyncio.wait_for(
+                upstream.current_server_side_session_id(), self.config.recovery_timeout_s
+            )
+        except (asyncio.TimeoutError, UpstreamFailed, ConnectPluginError) as exc:
+            log.debug("session %s: the upstream cannot say now whether it has it: %s", entry.session_id, exc)
+            return
+        known = entry.server_side_session_id
+        if current is None or (known and current != known):
+            await self._session_gone(entry, "the upstream no longer has it")
+            return
+        if not self._timeout_asked and self.config.session_idle_timeout_s <= 0:
+            self._timeout_asked = True
+            await self._read_upstream_timeout(context)
+        idle = at - seen.last
+        if idle >= self.timeout_s and seen.in_flight == 0:
+            await self._expire(entry, idle)
+
+    async def _read_upstream_timeout(self, context: SessionContext) -> None:
+        """Take the upstream's session timeout when its server sets one (asked once)."""
+        try:
+            value = (await self._tables.upstream(context).config([UPSTREAM_TIMEOUT_KEY])).get(
+                UPSTREAM_TIMEOUT_KEY
+            )
+        except (UpstreamFailed, ConnectPluginError) as exc:
+            log.info("cannot read %s from the upstream (%s)", UPSTREAM_TIMEOUT_KEY, exc)
+            value = None
+        seconds = spark_duration_s(value) if value else None
+        self._upstream_timeout_s = seconds or SPARK_DEFAULT_SESSION_TIMEOUT_S
+        log.info("idle sessions with temporary tables expire after %.0f s", self.timeout_s)
+
+    async def _expire(self, entry: SessionEntry, idle: float) -> None:
+        """Release an idle session upstream, then delete its tables (a crash between: recovery)."""
+        request = spark_proto.ReleaseSessionRequest(
+            session_id=entry.session_id,
+            user_context=spark_proto.UserContext(user_id=entry.user_id),
+            client_type=CLIENT_TYPE,
+        )
+        release = self._channel.unary_unary(
+            "/spark.connect.SparkConnectService/ReleaseSession",
+            request_serializer=spark_proto.ReleaseSessionRequest.SerializeToString,
+            response_deserializer=spark_proto.ReleaseSessionResponse.FromString,
+        )
+        try:
+            await release(request, timeout=self.config.recovery_timeout_s)
+        except grpc.aio.AioRpcError as error:
+            if not any(name in (error.details() or "") for name in SESSION_GONE_ERRORS):
+                log.warning(
+                    "session %s: releasing it upstream failed (%s); trying again at the next sweep",
+                    entry.session_id,
+                    error.details() or error.code().name,
+                )
+                return
+        log.info(
+            "Session [%s] expired after %.0f s without a call; its temporary tables go.",
+            entry.session_id,
+            idle,
+        )
+        await self._drop_all(entry)
+        self.figures.expired.append(entry.session_id)
+
+    async def _session_gone(self, entry: SessionEntry, reason: str) -> None:
+        if self._tables.registry.find(entry.user_id, entry.session_id) is not entry:
+            return
+        log.info(
+            "Session [%s] no longer exists on the Spark Connect server (%s); its temporary "
+            "tables go.",
+            entry.session_id,
+            reason,
+        )
+        await self._drop_all(entry)
+        self.figures.gone.append(entry.session_id)
+
+    async def _drop_all(self, entry: SessionEntry) -> None:
+        key = (entry.user_id, entry.session_id)
+        await self._forget(*key)
+        seen = self._seen.get(key)
+        if seen is not None and seen.in_flight <= 0:
+            del self._seen[key]
+
