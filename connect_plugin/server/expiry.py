@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 
 import grpc
 from google.protobuf.message import Message
-from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError
 from connect_plugin.server.registry import SessionEntry
 from connect_plugin.server.session_store import now
 from connect_plugin.server.temp_tables import TempTables
-from connect_plugin.server.upstream import CLIENT_TYPE, SessionContext, UpstreamFailed
+from connect_plugin.server.upstream import SessionContext, UpstreamFailed
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +100,10 @@ class SessionWatch:
         self,
         config: Config,
         tables: TempTables,
-        channel: grpc.aio.Channel,
         forget: Callable[[str, str], Awaitable[None]],
     ) -> None:
         self.config = config
         self._tables = tables
-        self._channel = channel
         self._forget = forget
         self._seen: dict[Key, _Seen] = {}
         self._cleanups: set[asyncio.Task[None]] = set()
@@ -160,7 +157,8 @@ class SessionWatch:
             self._tables.registry.store.touch(*key, 0.0, server_side_session_id)
         elif known != server_side_session_id:
             self._cleanup_later(
-                entry, f"the upstream answered from a new server-side session {server_side_session_id}"
+                entry,
+                f"the upstream answered from a new server-side session {server_side_session_id}",
             )
 
     def failed(self, key: Key, error: grpc.aio.AioRpcError) -> None:
@@ -202,7 +200,9 @@ class SessionWatch:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("sweeping idle and lost sessions failed; trying again in %.0f s", interval)
+                log.exception(
+                    "sweeping idle and lost sessions failed; trying again in %.0f s", interval
+                )
 
     async def sweep(self) -> None:
         """One round: persist activity, expire idle sessions, probe the rest."""
@@ -224,18 +224,18 @@ class SessionWatch:
             seen.persisted = seen.last
         if seen.in_flight > 0:
             return
-        context = SessionContext(
-            session_id=entry.session_id,
-            user_context=spark_proto.UserContext(user_id=entry.user_id),
-            metadata=(),
-        )
+        context = SessionContext.of_stored(entry.user_id, entry.session_id)
         upstream = self._tables.upstream(context)
         try:
             current = await asyncio.wait_for(
                 upstream.current_server_side_session_id(), self.config.recovery_timeout_s
             )
         except (asyncio.TimeoutError, UpstreamFailed, ConnectPluginError) as exc:
-            log.debug("session %s: the upstream cannot say now whether it has it: %s", entry.session_id, exc)
+            log.debug(
+                "session %s: the upstream cannot say now whether it has it: %s",
+                entry.session_id,
+                exc,
+            )
             return
         known = entry.server_side_session_id
         if current is None or (known and current != known):
@@ -263,24 +263,16 @@ class SessionWatch:
 
     async def _expire(self, entry: SessionEntry, idle: float) -> None:
         """Release an idle session upstream, then delete its tables (a crash between: recovery)."""
-        request = spark_proto.ReleaseSessionRequest(
-            session_id=entry.session_id,
-            user_context=spark_proto.UserContext(user_id=entry.user_id),
-            client_type=CLIENT_TYPE,
-        )
-        release = self._channel.unary_unary(
-            "/spark.connect.SparkConnectService/ReleaseSession",
-            request_serializer=spark_proto.ReleaseSessionRequest.SerializeToString,
-            response_deserializer=spark_proto.ReleaseSessionResponse.FromString,
-        )
+        upstream = self._tables.upstream(SessionContext.of_stored(entry.user_id, entry.session_id))
         try:
-            await release(request, timeout=self.config.recovery_timeout_s)
-        except grpc.aio.AioRpcError as error:
-            if not any(name in (error.details() or "") for name in SESSION_GONE_ERRORS):
+            await asyncio.wait_for(upstream.release_session(), self.config.recovery_timeout_s)
+        except (asyncio.TimeoutError, UpstreamFailed, ConnectPluginError) as exc:
+            message = exc.message if isinstance(exc, UpstreamFailed) else str(exc)
+            if not any(name in message for name in SESSION_GONE_ERRORS):
                 log.warning(
                     "session %s: releasing it upstream failed (%s); trying again at the next sweep",
                     entry.session_id,
-                    error.details() or error.code().name,
+                    message or type(exc).__name__,
                 )
                 return
         log.info(
@@ -309,4 +301,3 @@ class SessionWatch:
         seen = self._seen.get(key)
         if seen is not None and seen.in_flight <= 0:
             del self._seen[key]
-

@@ -70,9 +70,7 @@ class Gateway:
         self.temp_tables = TempTables(self.config, self._channel)
         await self.temp_tables.start()
         handlers = PluginHandlers(self.config, self.temp_tables)
-        self.watch = SessionWatch(
-            self.config, self.temp_tables, self._channel, forget=handlers.forget_session
-        )
+        self.watch = SessionWatch(self.config, self.temp_tables, forget=handlers.forget_session)
         self.forwarder = Forwarder(
             self._channel, hooks=handlers.hooks(plan_methods()), observer=self.watch
         )

@@ -29,8 +29,6 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from pyspark.sql.connect import proto as spark_proto
-
 from connect_plugin.errors import ConnectPluginError, WorkspaceError
 from connect_plugin.server.registry import SessionEntry
 from connect_plugin.server.session_store import StoredTable, TableState
@@ -41,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STATUS_POLL_S = 0.1
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 30.0
 T = TypeVar("T")
@@ -111,11 +108,7 @@ class Recovery:
                 await task
 
     async def _recover(self, entry: SessionEntry, unfinished: list[StoredTable]) -> None:
-        context = SessionContext(
-            session_id=entry.session_id,
-            user_context=spark_proto.UserContext(user_id=entry.user_id),
-            metadata=(),
-        )
+        context = SessionContext.of_stored(entry.user_id, entry.session_id)
         await entry.lock.acquire()
         handed_over = False
         try:
@@ -180,7 +173,7 @@ class Recovery:
         """Roll back a ``creating`` table or finish a ``dropping`` one."""
         table = row.table
         if row.state is TableState.CREATING and row.operation_id:
-            await self._stop_operation(upstream, row.operation_id, table.name)
+            await self._ask(self._tables.stop_write(upstream, row.operation_id, table.name))
         ready = entry.tables.get(table.key)
         if ready is not None and row.state is TableState.CREATING:
             await self._ask(self._tables.restore_view(context, ready))
@@ -201,16 +194,6 @@ class Recovery:
         else:
             log.info("Temporary table [%s] dropped.", table.name)
             self.drops_finished.append(table.location)
-
-    async def _stop_operation(self, upstream: UpstreamSession, operation_id: str, name: str) -> None:
-        """Interrupt a write the crash orphaned and wait until Spark has let go of it."""
-        if await self._ask(upstream.interrupt(operation_id)):
-            log.info("Temporary table [%s]: interrupted its write, still running upstream.", name)
-        deadline = time.monotonic() + self._timeout
-        while await self._ask(upstream.running(operation_id)):
-            if time.monotonic() > deadline:
-                raise _Unanswered(f"operation {operation_id} still runs after being interrupted")
-            await asyncio.sleep(STATUS_POLL_S)
 
     async def _ask(self, call: Awaitable[T]) -> T:
         """Await an upstream call with the recovery timeout; no answer is ``_Unanswered``."""

@@ -555,11 +555,8 @@ async def _root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
             error_id = info.metadata.get("errorId", "")
     if not error_id:
         return ""
-    request = spark_proto.FetchErrorDetailsRequest(error_id=error_id)
     try:
-        response = await upstream._unary(  # the gateway's one read of Spark's error chain
-            "FetchErrorDetails", request, spark_proto.FetchErrorDetailsResponse
-        )
+        response = await upstream.error_details(error_id)
     except (UpstreamFailed, ConnectPluginError):
         return ""
     errors = response.errors

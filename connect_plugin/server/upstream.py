@@ -49,6 +49,11 @@ class SessionContext:
     def user_id(self) -> str:
         return self.user_context.user_id
 
+    @classmethod
+    def of_stored(cls, user_id: str, session_id: str) -> SessionContext:
+        """The gateway acting in a stored session on its own, with no client call to copy."""
+        return cls(session_id, spark_proto.UserContext(user_id=user_id), ())
+
 
 def literal(value: object) -> spark_proto.Expression:
     """A Spark literal expression for a Python str, bool or int."""
@@ -166,10 +171,7 @@ class UpstreamSession:
         request = spark_proto.ConfigRequest()
         request.operation.get_option.keys.extend(keys)
         response = await self._unary("Config", request, spark_proto.ConfigResponse)
-        return {
-            pair.key: pair.value if pair.HasField("value") else None for pair in response.pairs
-        }
-
+        return {pair.key: pair.value if pair.HasField("value") else None for pair in response.pairs}
 
     async def current_server_side_session_id(self) -> str | None:
         """The upstream's server-side id of this session; ``None`` when it has no such session.
@@ -180,12 +182,30 @@ class UpstreamSession:
         request = spark_proto.ReleaseExecuteRequest(operation_id=str(uuid.uuid4()))
         request.release_all.SetInParent()
         try:
-            response = await self._unary("ReleaseExecute", request, spark_proto.ReleaseExecuteResponse)
+            response = await self._unary(
+                "ReleaseExecute", request, spark_proto.ReleaseExecuteResponse
+            )
         except UpstreamFailed as exc:
             if any(error in exc.message for error in SESSION_GONE_ERRORS):
                 return None
             raise
         return str(response.server_side_session_id)
+
+    async def release_session(self) -> None:
+        """Release this session upstream (its views and operations go with it)."""
+        await self._unary(
+            "ReleaseSession",
+            spark_proto.ReleaseSessionRequest(),
+            spark_proto.ReleaseSessionResponse,
+        )
+
+    async def error_details(self, error_id: str) -> spark_proto.FetchErrorDetailsResponse:
+        """Spark's chain of errors behind ``errorId`` of a failed call of this session."""
+        request = spark_proto.FetchErrorDetailsRequest(error_id=error_id)
+        response: spark_proto.FetchErrorDetailsResponse = await self._unary(
+            "FetchErrorDetails", request, spark_proto.FetchErrorDetailsResponse
+        )
+        return response
 
     async def interrupt(self, operation_id: str) -> bool:
         """Interrupt one operation of this session; False when it was not running."""

@@ -9,24 +9,14 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from connect_plugin.server.embedded import free_port
-from tests.integration.faults.gateway_process import GatewayProcess
+from tests.integration.faults.gateway_process import GatewayProcess, running_gateway
 from tests.integration.support import Upstream, new_session
 
 
 @pytest.fixture
 def gateway_process(upstream: Upstream, tmp_path: Path) -> Iterator[GatewayProcess]:
-    process = GatewayProcess(
-        upstream=upstream.address,
-        workspace=tmp_path / "workspace",
-        port=free_port(),
-        log_path=tmp_path / "gateway.log",
-    )
-    process.start()
-    try:
+    with running_gateway(upstream.address, tmp_path) as process:
         yield process
-    finally:
-        process.kill()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import selectors
@@ -10,9 +11,11 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from connect_plugin.server.embedded import free_port
 from connect_plugin.server.workspace import PRIVATE_DIR, REGISTRY_FILE
 
 READY_PREFIX = "connect-plugin gateway ready at "
@@ -137,3 +140,19 @@ def wait_until(condition: object, timeout: float, what: str, poll: float = 0.05)
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(poll)
+
+
+@contextlib.contextmanager
+def running_gateway(upstream: str, folder: Path) -> Iterator[GatewayProcess]:
+    """A started gateway process, workspace and log under ``folder``; killed at the end."""
+    process = GatewayProcess(
+        upstream=upstream,
+        workspace=folder / "workspace",
+        port=free_port(),
+        log_path=folder / "gateway.log",
+    )
+    process.start()
+    try:
+        yield process
+    finally:
+        process.kill()

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from connect_plugin.server.embedded import free_port
-from tests.integration.faults.gateway_process import GatewayProcess, wait_until
+from tests.integration.faults.gateway_process import GatewayProcess, running_gateway, wait_until
 from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
 from tests.integration.support import Upstream
 
@@ -33,20 +32,13 @@ def gateway_process(
     """The faults package's gateway process, with a short idle timeout."""
     monkeypatch.setenv("CONNECT_PLUGIN_SESSION_IDLE_TIMEOUT_S", str(IDLE_TIMEOUT_S))
     monkeypatch.setenv("CONNECT_PLUGIN_SESSION_SWEEP_INTERVAL_S", str(SWEEP_INTERVAL_S))
-    process = GatewayProcess(
-        upstream=upstream.address,
-        workspace=tmp_path / "workspace",
-        port=free_port(),
-        log_path=tmp_path / "gateway.log",
-    )
-    process.start()
-    try:
+    with running_gateway(upstream.address, tmp_path) as process:
         yield process
-    finally:
-        process.kill()
 
 
-def _session_rows(gateway: GatewayProcess, spark_or_id: SparkSession | str) -> list[tuple[object, ...]]:
+def _session_rows(
+    gateway: GatewayProcess, spark_or_id: SparkSession | str
+) -> list[tuple[object, ...]]:
     session_id = spark_or_id if isinstance(spark_or_id, str) else spark_or_id.client._session_id
     return gateway.rows("SELECT * FROM sessions WHERE session_id = ?", session_id) + gateway.rows(
         "SELECT * FROM temp_tables WHERE session_id = ?", session_id
@@ -80,8 +72,10 @@ def test_idle_and_vanished_sessions_expire_while_a_long_query_keeps_its_session(
     worker.start()
 
     wait_until(
-        lambda: not (gateway.workspace / vanished_id).exists()
-        and not (gateway.workspace / idle.client._session_id).exists(),
+        lambda: (
+            not (gateway.workspace / vanished_id).exists()
+            and not (gateway.workspace / idle.client._session_id).exists()
+        ),
         EXPIRY_WAIT_S,
         "the idle sessions to expire",
     )
@@ -102,7 +96,9 @@ def test_idle_and_vanished_sessions_expire_while_a_long_query_keeps_its_session(
     log = gateway.log_text()
     assert f"Session [{vanished_id}] expired after" in log
     assert f"Deleted session temporary location [{gateway.workspace / vanished_id}]" in log
-    print(f"idle sessions expired {expired_after:.1f} s after going idle (timeout {IDLE_TIMEOUT_S} s)")
+    print(
+        f"idle sessions expired {expired_after:.1f} s after going idle (timeout {IDLE_TIMEOUT_S} s)"
+    )
 
     wait_until(
         lambda: not (gateway.workspace / busy.client._session_id).exists(),

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from connect_plugin.server.embedded import EmbeddedSparkConnect, free_port
 from connect_plugin.server.expiry import UPSTREAM_TIMEOUT_KEY
-from tests.integration.faults.gateway_process import GatewayProcess, wait_until
+from tests.integration.faults.gateway_process import running_gateway, wait_until
 from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
 from tests.integration.support import TEST_SPARK_CONF, new_session
 
@@ -68,73 +68,66 @@ def test_sessions_lost_by_an_upstream_restart_are_cleaned_and_new_ones_work(
 ) -> None:
     monkeypatch.setenv("CONNECT_PLUGIN_SESSION_SWEEP_INTERVAL_S", str(SWEEP_INTERVAL_S))
     server = own_upstream[0]
-    gateway = GatewayProcess(
-        upstream=server.address,
-        workspace=tmp_path / "workspace",
-        port=free_port(),
-        log_path=tmp_path / "gateway.log",
-    )
-    gateway.start()
-    opened: list[SparkSession] = []
-    try:
-        first, second = new_session(gateway.address), new_session(gateway.address)
-        opened += [first, second]
-        first.sql("CREATE TEMPORARY TABLE t AS SELECT id FROM range(10)")
-        second.sql("CREATE TEMPORARY TABLE u USING json AS SELECT id FROM range(3)")
-        lost = [first.client._session_id, second.client._session_id]
-        assert_consistent(gateway, {first: {"t": 10}, second: {"u": 3}})
-        wait_until(
-            lambda: "idle sessions with temporary tables expire after" in gateway.log_text(),
-            DETECT_WAIT_S,
-            "the gateway to read the upstream's session timeout",
-        )
-        assert (
-            f"idle sessions with temporary tables expire after {UPSTREAM_SESSION_TIMEOUT[1]} s"
-            in gateway.log_text()
-        )
+    with running_gateway(server.address, tmp_path) as gateway:
+        opened: list[SparkSession] = []
+        try:
+            first, second = new_session(gateway.address), new_session(gateway.address)
+            opened += [first, second]
+            first.sql("CREATE TEMPORARY TABLE t AS SELECT id FROM range(10)")
+            second.sql("CREATE TEMPORARY TABLE u USING json AS SELECT id FROM range(3)")
+            lost = [first.client._session_id, second.client._session_id]
+            assert_consistent(gateway, {first: {"t": 10}, second: {"u": 3}})
+            wait_until(
+                lambda: "idle sessions with temporary tables expire after" in gateway.log_text(),
+                DETECT_WAIT_S,
+                "the gateway to read the upstream's session timeout",
+            )
+            assert (
+                f"idle sessions with temporary tables expire after {UPSTREAM_SESSION_TIMEOUT[1]} s"
+                in gateway.log_text()
+            )
 
-        _kill(server)
-        time.sleep(4 * SWEEP_INTERVAL_S)  # sweeps that cannot reach the upstream
-        assert all((gateway.workspace / session_id).is_dir() for session_id in lost)
-        assert len(gateway.rows("SELECT * FROM temp_tables WHERE state = 'ready'")) == 2
+            _kill(server)
+            time.sleep(4 * SWEEP_INTERVAL_S)  # sweeps that cannot reach the upstream
+            assert all((gateway.workspace / session_id).is_dir() for session_id in lost)
+            assert len(gateway.rows("SELECT * FROM temp_tables WHERE state = 'ready'")) == 2
 
-        restarted = _server(tmp_path, server.port)
-        own_upstream.append(restarted)
-        restarted.start()
-        back = time.monotonic()
-        # The client's next call meets an upstream without its session; pyspark gives
-        # up on the session (SESSION_NOT_FOUND / SESSION_CHANGED, then NO_ACTIVE_SESSION).
-        with pytest.raises(Exception, match=r"SESSION|NO_ACTIVE_SESSION"):
-            second.sql("SELECT * FROM u").collect()
-        failed_s = time.monotonic() - back
-        wait_until(
-            lambda: not any((gateway.workspace / session_id).exists() for session_id in lost),
-            DETECT_WAIT_S,
-            "the lost sessions' folders to be deleted",
-        )
-        cleaned_s = time.monotonic() - back
-        fresh = new_session(gateway.address)
-        opened.append(fresh)
-        assert fresh.sql("SELECT 1 AS one").first().one == 1  # type: ignore[union-attr]
-        first_query_s = time.monotonic() - back - cleaned_s
-        fresh.sql("CREATE TEMPORARY TABLE t AS SELECT id FROM range(4)")
-        assert fresh.table("t").count() == 4
-        new_session_s = time.monotonic() - back - cleaned_s
-        for session_id in lost:
-            assert gateway.rows("SELECT * FROM sessions WHERE session_id = ?", session_id) == []
-        assert_consistent(gateway, {fresh: {"t": 4}})
-        assert "no longer exists on the Spark Connect server" in gateway.log_text()
-        print(
-            f"upstream back: the lost session's client failed after {failed_s:.1f} s, "
-            f"lost sessions cleaned after {cleaned_s:.1f} s, "
-            f"then a new session's first query took {first_query_s:.1f} s, "
-            f"its CTTAS and read {new_session_s:.1f} s in all"
-        )
-        fresh.stop()
-        assert workspace_folders(gateway.workspace) == set()
-    finally:
-        for session in opened:
-            session.release_session_on_close = False
-            with contextlib.suppress(Exception):
-                session.stop()
-        gateway.kill()
+            restarted = _server(tmp_path, server.port)
+            own_upstream.append(restarted)
+            restarted.start()
+            back = time.monotonic()
+            # The client's next call meets an upstream without its session; pyspark gives
+            # up on the session (SESSION_NOT_FOUND / SESSION_CHANGED, then NO_ACTIVE_SESSION).
+            with pytest.raises(Exception, match=r"SESSION|NO_ACTIVE_SESSION"):
+                second.sql("SELECT * FROM u").collect()
+            failed_s = time.monotonic() - back
+            wait_until(
+                lambda: not any((gateway.workspace / session_id).exists() for session_id in lost),
+                DETECT_WAIT_S,
+                "the lost sessions' folders to be deleted",
+            )
+            cleaned_s = time.monotonic() - back
+            fresh = new_session(gateway.address)
+            opened.append(fresh)
+            assert fresh.sql("SELECT 1 AS one").first().one == 1  # type: ignore[union-attr]
+            first_query_s = time.monotonic() - back - cleaned_s
+            fresh.sql("CREATE TEMPORARY TABLE t AS SELECT id FROM range(4)")
+            assert fresh.table("t").count() == 4
+            new_session_s = time.monotonic() - back - cleaned_s
+            for session_id in lost:
+                assert gateway.rows("SELECT * FROM sessions WHERE session_id = ?", session_id) == []
+            assert_consistent(gateway, {fresh: {"t": 4}})
+            assert "no longer exists on the Spark Connect server" in gateway.log_text()
+            print(
+                f"upstream back: the lost session's client failed after {failed_s:.1f} s, "
+                f"lost sessions cleaned after {cleaned_s:.1f} s, "
+                f"then a new session's first query took {first_query_s:.1f} s, "
+                f"its CTTAS and read {new_session_s:.1f} s in all"
+            )
+            fresh.stop()
+            assert workspace_folders(gateway.workspace) == set()
+        finally:
+            for session in opened:
+                session.release_session_on_close = False
+                with contextlib.suppress(Exception):
+                    session.stop()

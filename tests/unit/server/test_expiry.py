@@ -77,7 +77,7 @@ def test_unreachable_upstream_expires_and_drops_nothing_and_signals_drop_lost_se
             forgotten.append((user_id, session_id))
             await tables.release(user_id, session_id)
 
-        watch = SessionWatch(config, tables, channel, forget)
+        watch = SessionWatch(config, tables, forget)
         try:
             await tables.start()
             session_ids = [str(uuid.uuid4()) for _ in range(3)]
