@@ -100,7 +100,7 @@ class SessionWatch:
         self,
         config: Config,
         tables: TempTables,
-        forget: Callable[[str, str], Awaitable[None]],
+        forget: Callable[[str, str, str | None], Awaitable[bool]],
     ) -> None:
         self.config = config
         self._tables = tables
@@ -158,6 +158,7 @@ class SessionWatch:
         elif known != server_side_session_id:
             self._cleanup_later(
                 entry,
+                known,
                 f"the upstream answered from a new server-side session {server_side_session_id}",
             )
 
@@ -167,10 +168,10 @@ class SessionWatch:
         gone = next((name for name in SESSION_GONE_ERRORS if name in details), None)
         entry = self._tables.registry.find(*key)
         if gone is not None and entry is not None:
-            self._cleanup_later(entry, f"the upstream said {gone}")
+            self._cleanup_later(entry, entry.server_side_session_id, f"the upstream said {gone}")
 
-    def _cleanup_later(self, entry: SessionEntry, reason: str) -> None:
-        task = asyncio.ensure_future(self._session_gone(entry, reason))
+    def _cleanup_later(self, entry: SessionEntry, gone: str, reason: str) -> None:
+        task = asyncio.ensure_future(self._session_gone(entry, gone, reason))
         self._cleanups.add(task)
         task.add_done_callback(self._cleanups.discard)
 
@@ -239,7 +240,7 @@ class SessionWatch:
             return
         known = entry.server_side_session_id
         if current is None or (known and current != known):
-            await self._session_gone(entry, "the upstream no longer has it")
+            await self._session_gone(entry, known, "the upstream no longer has it")
             return
         if not self._timeout_asked and self.config.session_idle_timeout_s <= 0:
             self._timeout_asked = True
@@ -283,7 +284,8 @@ class SessionWatch:
         await self._drop_all(entry)
         self.figures.expired.append(entry.session_id)
 
-    async def _session_gone(self, entry: SessionEntry, reason: str) -> None:
+    async def _session_gone(self, entry: SessionEntry, gone: str, reason: str) -> None:
+        """Drop the session's tables unless a CTTAS meanwhile found ``gone`` replaced."""
         if self._tables.registry.find(entry.user_id, entry.session_id) is not entry:
             return
         log.info(
@@ -292,12 +294,13 @@ class SessionWatch:
             entry.session_id,
             reason,
         )
-        await self._drop_all(entry)
-        self.figures.gone.append(entry.session_id)
+        if await self._drop_all(entry, gone):
+            self.figures.gone.append(entry.session_id)
 
-    async def _drop_all(self, entry: SessionEntry) -> None:
+    async def _drop_all(self, entry: SessionEntry, gone: str | None = None) -> bool:
         key = (entry.user_id, entry.session_id)
-        await self._forget(*key)
+        dropped = await self._forget(*key, gone)
         seen = self._seen.get(key)
-        if seen is not None and seen.in_flight <= 0:
+        if dropped and seen is not None and seen.in_flight <= 0:
             del self._seen[key]
+        return dropped

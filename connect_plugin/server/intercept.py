@@ -28,7 +28,11 @@ from connect_plugin import proto
 from connect_plugin.config import Config
 from connect_plugin.errors import NotSupportedYet, TempTableError
 from connect_plugin.server import results
-from connect_plugin.server.forwarding import Interception, forwardable_metadata
+from connect_plugin.server.forwarding import (
+    Interception,
+    forwardable_metadata,
+    relay_upstream_error,
+)
 from connect_plugin.server.plans import FoundExtension, find_extensions
 from connect_plugin.server.scans import Scans, prune_counted_scans
 from connect_plugin.server.statements import (
@@ -44,7 +48,7 @@ from connect_plugin.server.statements import (
     parse_statement,
 )
 from connect_plugin.server.temp_tables import CreateRequest, ProgressSink, TempTables
-from connect_plugin.server.upstream import SessionContext
+from connect_plugin.server.upstream import SessionContext, UpstreamFailed
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
 T = TypeVar("T")
@@ -125,6 +129,7 @@ class PluginHandlers:
             ExecutePlan=self.execute_plan,
             AnalyzePlan=self.analyze_plan,
             ReleaseSession=self.release_session,
+            CloneSession=self.clone_session,
             ReleaseExecute=self.release_execute,
             ReattachExecute=self.reattach_execute,
         )
@@ -388,16 +393,35 @@ class PluginHandlers:
     async def release_session(
         self, method: str, request: spark_proto.ReleaseSessionRequest, context: Any
     ) -> Interception:
+        await self.temp_tables.stop_writes(_context(request, context))
+
         async def release() -> None:
             await self.forget_session(request.user_context.user_id, request.session_id)
 
         return Interception(finish=release)
 
-    async def forget_session(self, user_id: str, session_id: str) -> None:
-        """Drop all the gateway keeps for a session that is gone (released, expired or lost)."""
+    async def clone_session(
+        self, method: str, request: spark_proto.CloneSessionRequest, context: Any
+    ) -> Interception | None:
+        """A clone of a session with temp tables gets its own copies of them."""
+        try:
+            response = await self.temp_tables.clone(_context(request, context), request)
+        except UpstreamFailed as exc:
+            await relay_upstream_error(exc.error, context)
+        return None if response is None else Interception(answer=response)
+
+    async def forget_session(
+        self, user_id: str, session_id: str, server_side_session_id: str | None = None
+    ) -> bool:
+        """Drop all the gateway keeps for a session that is gone (released, expired or lost).
+
+        With ``server_side_session_id``, only if the session is still that
+        upstream session: a CTTAS may have started a new one meanwhile.
+        False when the session lives on.
+        """
         self._server_side_ids.pop(session_id, None)
         self.scans.forget(user_id, session_id)
-        await self.temp_tables.release(user_id, session_id)
+        return await self.temp_tables.release(user_id, session_id, server_side_session_id)
 
     async def release_execute(
         self, method: str, request: spark_proto.ReleaseExecuteRequest, context: Any

@@ -208,22 +208,12 @@ class Recovery:
 
     def _session_gone(self, entry: SessionEntry) -> None:
         """The upstream no longer has the session: its views are gone, so are its tables."""
-        registry = self._tables.registry
         log.info(
             "Session [%s] no longer exists on the Spark Connect server; its temporary tables go.",
             entry.session_id,
         )
-        registry.forget(entry.user_id, entry.session_id)
-        for table in entry.tables.values():
-            log.info("Temporary table [%s] is being dropped.", table.name)
-        if not any(other.session_id == entry.session_id for other in registry.sessions()):
-            try:
-                self._tables.workspace.remove_session(entry.session_id)
-            except WorkspaceError:
-                log.exception("session %s: its folder stays for the next start", entry.session_id)
-                return
-        registry.remove_session(entry.user_id, entry.session_id)
-        self.sessions_gone.append(entry.session_id)
+        if self._tables.discard(entry):
+            self.sessions_gone.append(entry.session_id)
 
     def _sweep(self) -> None:
         """Delete session folders nobody owns and table folders no row names."""

@@ -39,6 +39,8 @@ class SessionEntry:
     server_side_session_id: str = ""
     creating: collections.Counter[str] = field(default_factory=collections.Counter)
     """Lower-cased names with a CTTAS under way (waiting for the lock or running)."""
+    writes: dict[str, str] = field(default_factory=dict)
+    """Upstream operation id of each CTTAS write running now, with its table's name."""
 
 
 class SessionRegistry:

@@ -143,6 +143,7 @@ class TempTables:
         entry.creating[key] += 1
         try:
             async with entry.lock:
+                await self._drop_if_lost(upstream, entry)
                 existing = entry.tables.get(name.lower())
                 taken = existing is not None or await self._is_temp_view(upstream, name)
                 if taken and request.if_not_exists:
@@ -176,14 +177,17 @@ class TempTables:
                     entry, table, operation_id, upstream.server_side_session_id
                 )
                 viewing = False
+                entry.writes[operation_id] = name
                 try:
                     rows = await self._write(
                         upstream, source.relation, table, request, progress, operation_id
                     )
+                    del entry.writes[operation_id]
                     self.workspace.secure(table.location)
                     viewing = True
                     await self._create_view(upstream, table, replace=taken)
                 except BaseException:
+                    entry.writes.pop(operation_id, None)
                     # Also when the client went away (cancelled): the undo must run to its end.
                     # A name taken by a plain view of the client's is not ours to give back.
                     undo_view = viewing and (existing is not None or not taken)
@@ -194,7 +198,7 @@ class TempTables:
                 table = dataclasses.replace(table, rows=rows)
                 self.registry.finish_create(entry, table, replaced=existing)
                 if existing is not None:
-                    self._remove_replaced(existing)
+                    self._remove_files(existing)
                 return results.created(name, rows)
         finally:
             entry.creating[key] -= 1
@@ -257,12 +261,58 @@ class TempTables:
                 f"{timeout:.0f} s after being interrupted"
             ) from None
 
-    def _remove_replaced(self, table: TempTable) -> None:
-        """Delete the files of a replaced table; if that fails its row stays for the next start."""
+    async def stop_writes(self, context: SessionContext) -> None:
+        """Stop the session's running CTTAS writes before the session is released upstream.
+
+        Once Spark has released a session it can no longer say whether an
+        operation of it still runs, and a write's tasks would bring a deleted
+        folder back; so the writes are interrupted and awaited while it can.
+        """
+        entry = self.registry.find(context.user_id, context.session_id)
+        if entry is None or not entry.writes:
+            return
+        upstream = self.upstream(context)
+        outcomes = await asyncio.gather(
+            *(self.stop_write(upstream, op, name) for op, name in list(entry.writes.items())),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                log.warning("session %s: before its release, %s", context.session_id, outcome)
+
+    async def _drop_if_lost(self, upstream: UpstreamSession, entry: SessionEntry) -> None:
+        """Drop tables left from an upstream session that is gone (caller holds the lock).
+
+        A restarted upstream makes a new session for a known id, and a client
+        that does not say which server-side session it saw (the stock client
+        does) gets no SESSION_CHANGED; its old tables' views are gone.
+        """
+        known = entry.server_side_session_id
+        if not known or not entry.tables:
+            return
+        try:
+            current = await upstream.current_server_side_session_id()
+        except (UpstreamFailed, ConnectPluginError):
+            return
+        if current == known:
+            return
+        log.info(
+            "Session [%s] is a new one on the Spark Connect server; its earlier temporary "
+            "tables go.",
+            entry.session_id,
+        )
+        tables = list(entry.tables.values())
+        self.registry.begin_drop(entry, tables)
+        entry.tables.clear()
+        for table in tables:
+            self._remove_files(table)
+
+    def _remove_files(self, table: TempTable) -> None:
+        """Delete the files of a dropped table; if that fails its row stays for the next start."""
         try:
             self.workspace.remove(table.location)
         except WorkspaceError:
-            log.exception("deleting the replaced files of temporary table [%s] failed", table.name)
+            log.exception("deleting the files of temporary table [%s] failed", table.name)
             return
         self.registry.remove([table])
 
@@ -499,27 +549,127 @@ class TempTables:
         if table is not None:
             self.workspace.secure(table.location)
 
-    async def release(self, user_id: str, session_id: str) -> None:
+    async def release(
+        self, user_id: str, session_id: str, server_side_session_id: str | None = None
+    ) -> bool:
         """Drop every temp table of a session that is going away, and its folder.
 
         Spark has released the session (and its views) already; the rows are
         marked dropping, the folder goes, then the rows. A crash in between
         is finished at the next start, which finds the session gone upstream.
+        With ``server_side_session_id`` (a session found lost), nothing happens
+        if a CTTAS has since recorded a new upstream session for the id.
         """
+        if server_side_session_id is not None:
+            found = self.registry.find(user_id, session_id)
+            if found is None:
+                return False
+            async with found.lock:
+                if found.server_side_session_id != server_side_session_id:
+                    log.info("session %s lives on in a new upstream session", session_id)
+                    return False
+                self.discard(found)
+            return True
         entry = self.registry.forget(user_id, session_id)
-        if entry is not None:
-            async with entry.lock:
-                for table in entry.tables.values():
-                    log.info("Temporary table [%s] is being dropped.", table.name)
-                self.registry.begin_drop(entry, entry.tables.values())
-                entry.tables.clear()
-        if not any(other.session_id == session_id for other in self.registry.sessions()):
+        if entry is None:
+            entry = SessionEntry(user_id, session_id)
+        async with entry.lock:
+            self.discard(entry)
+        return True
+
+    def discard(self, entry: SessionEntry) -> bool:
+        """Delete a gone session's tables, folder and rows; False if the folder stays.
+
+        The caller holds the session's lock (or owns the entry outright).
+        When the folder cannot be deleted the rows stay, for the next start.
+        """
+        if self.registry.find(entry.user_id, entry.session_id) is entry:
+            self.registry.forget(entry.user_id, entry.session_id)
+        tables = list(entry.tables.values())
+        for table in tables:
+            log.info("Temporary table [%s] is being dropped.", table.name)
+        if tables:
+            self.registry.begin_drop(entry, tables)
+            entry.tables.clear()
+        if not any(other.session_id == entry.session_id for other in self.registry.sessions()):
             try:
-                self.workspace.remove_session(session_id)
+                self.workspace.remove_session(entry.session_id)
             except WorkspaceError:
-                log.exception("cleaning up session %s failed", session_id)
-                return
-        self.registry.remove_session(user_id, session_id)
+                log.exception("session %s: its folder stays for the next start", entry.session_id)
+                return False
+        self.registry.remove_session(entry.user_id, entry.session_id)
+        return True
+
+    async def clone(
+        self, context: SessionContext, request: spark_proto.CloneSessionRequest
+    ) -> spark_proto.CloneSessionResponse | None:
+        """Clone a session upstream and give the clone its own copy of every temp table.
+
+        ``None`` when the session has no temporary tables: the clone is
+        forwarded as it came. Otherwise the session's lock is held from
+        before the upstream clone until the copies are ready, so a running
+        CTTAS or DROP ends first. Each table's files are hard-linked into the
+        clone's folder and the clone's view (Spark copied the original's) is
+        pointed at them, so dropping or releasing either side never touches
+        the other. If a copy fails, the clone is released upstream and
+        nothing of it stays; the client hears which table failed and why.
+        """
+        source = self.registry.find(context.user_id, context.session_id)
+        if source is None:
+            return None
+        if not request.new_session_id:
+            request.new_session_id = str(uuid.uuid4())
+        async with source.lock:
+            response = await self.upstream(context).clone_session(request)
+            clone = SessionContext(response.new_session_id, context.user_context, context.metadata)
+            try:
+                await self._copy_tables(source, clone, response.new_server_side_session_id)
+            except BaseException as exc:
+                await _to_the_end(self._undo_clone(clone))
+                if isinstance(exc, (ConnectPluginError, UpstreamFailed)):
+                    raise TempTableError(
+                        f"session [{context.session_id}] was not cloned: {exc}"
+                    ) from exc
+                raise
+        return response
+
+    async def _copy_tables(
+        self, source: SessionEntry, clone: SessionContext, server_side_session_id: str
+    ) -> None:
+        entry = self.registry.session(clone.user_id, clone.session_id)
+        upstream = self.upstream(clone)
+        async with entry.lock:
+            for table in sorted(source.tables.values(), key=lambda t: t.created):
+                try:
+                    location = self.workspace.new_table_folder(clone.session_id)
+                except WorkspaceError as exc:
+                    raise WorkspaceError(f"temporary table [{table.name}]: {exc}") from exc
+                copy = dataclasses.replace(table, location=location)
+                self.registry.begin_create(entry, copy, "", server_side_session_id)
+                try:
+                    self.workspace.copy_table(table.location, location)
+                except WorkspaceError as exc:
+                    raise WorkspaceError(
+                        f"temporary table [{table.name}]: its files were not copied: {exc}"
+                    ) from exc
+                await self._create_view(upstream, copy, replace=True)
+                self.registry.finish_create(entry, copy, replaced=None)
+                log.info("Temporary table [%s] copied to session %s.", table.name, clone.session_id)
+
+    async def _undo_clone(self, clone: SessionContext) -> None:
+        """Release a clone whose tables could not be copied, and delete what was copied."""
+        try:
+            await self.upstream(clone).release_session()
+        except (ConnectPluginError, UpstreamFailed) as exc:
+            log.warning("session %s: releasing the failed clone failed: %s", clone.session_id, exc)
+        entry = self.registry.forget(clone.user_id, clone.session_id)
+        try:
+            self.workspace.remove_session(clone.session_id)
+        except WorkspaceError:
+            log.exception("session %s: the next start deletes its folder", clone.session_id)
+            return
+        if entry is not None:
+            self.registry.remove_session(clone.user_id, clone.session_id)
 
 
 async def _to_the_end(work: Awaitable[None]) -> None:

@@ -199,6 +199,15 @@ class UpstreamSession:
             spark_proto.ReleaseSessionResponse,
         )
 
+    async def clone_session(
+        self, request: spark_proto.CloneSessionRequest
+    ) -> spark_proto.CloneSessionResponse:
+        """Clone this session upstream as the client asked (``new_session_id`` set)."""
+        response: spark_proto.CloneSessionResponse = await self._unary(
+            "CloneSession", request, spark_proto.CloneSessionResponse
+        )
+        return response
+
     async def error_details(self, error_id: str) -> spark_proto.FetchErrorDetailsResponse:
         """Spark's chain of errors behind ``errorId`` of a failed call of this session."""
         request = spark_proto.FetchErrorDetailsRequest(error_id=error_id)

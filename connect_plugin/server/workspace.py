@@ -14,6 +14,7 @@ listing of sessions or tables ever returns.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -31,6 +32,8 @@ FILE_MODE = 0o600
 PRIVATE_DIR = ".connect-plugin"
 LOCK_FILE = "gateway.lock"
 REGISTRY_FILE = "registry.sqlite3"
+_NO_LINKS = frozenset((errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP))
+"""Errors of ``link`` that a copy gets around (other devices, no link support, too many)."""
 
 
 def _checked_session_id(session_id: str) -> str:
@@ -115,7 +118,9 @@ class Workspace:
             entries = list(os.scandir(self.root))
         except FileNotFoundError:
             return []
-        return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and _is_uuid(e.name))
+        return sorted(
+            e.name for e in entries if e.is_dir(follow_symlinks=False) and _is_uuid(e.name)
+        )
 
     def table_folders(self, session_id: str) -> list[Path]:
         """The table folders present in a session's folder."""
@@ -159,6 +164,44 @@ class Workspace:
                     os.chmod(os.path.join(parent, name), FILE_MODE)
         except OSError as exc:
             raise WorkspaceError(f"cannot set the modes of [{folder}]: {exc}") from exc
+
+    @staticmethod
+    def copy_table(source: Path, target: Path) -> int:
+        """Give the new folder ``target`` the files of the table folder ``source``.
+
+        Files are hard-linked (no data is copied; Spark never changes a
+        written file, it only adds and deletes files), or copied where the
+        file system refuses links. Each side can then delete its folder
+        without touching the other's data. Spark's unfinished output
+        (``_temporary``) is left out. Returns the number of files.
+        """
+
+        def missing(error: OSError) -> None:
+            raise error
+
+        files = 0
+        try:
+            os.mkdir(target, FOLDER_MODE)
+            for parent, dirs, names in os.walk(source, onerror=missing):
+                dirs[:] = [d for d in dirs if d != "_temporary"]
+                here = target / os.path.relpath(parent, source)
+                for name in dirs:
+                    os.mkdir(here / name, FOLDER_MODE)
+                for name in names:
+                    original = os.path.join(parent, name)
+                    try:
+                        os.link(original, here / name, follow_symlinks=False)
+                    except OSError as exc:
+                        if exc.errno not in _NO_LINKS:
+                            raise
+                        shutil.copy2(original, here / name, follow_symlinks=False)
+                    files += 1
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot copy [{source}] to [{target}]: "
+                f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+            ) from exc
+        return files
 
     @staticmethod
     def size(folder: Path) -> int:

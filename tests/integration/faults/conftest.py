@@ -31,10 +31,31 @@ def open_session(gateway_process: GatewayProcess) -> Iterator[Callable[[], Spark
     try:
         yield open_one
     finally:
-        running = gateway_process.running
-        for session in opened:
-            if not session.is_stopped:
-                # With the gateway down a release would be retried for minutes.
-                session.release_session_on_close = running
-                with contextlib.suppress(Exception):
-                    session.stop()
+        _stop_all(opened, gateway_process)
+
+
+@pytest.fixture
+def clone_session(
+    gateway_process: GatewayProcess,
+) -> Iterator[Callable[..., SparkSession]]:
+    """``spark.cloneSession()`` through the gateway; clones still open are stopped at the end."""
+    clones: list[SparkSession] = []
+
+    def clone(spark: SparkSession, new_session_id: str | None = None) -> SparkSession:
+        clones.append(spark.cloneSession(new_session_id))
+        return clones[-1]
+
+    try:
+        yield clone
+    finally:
+        _stop_all(clones, gateway_process)
+
+
+def _stop_all(sessions: list[SparkSession], gateway: GatewayProcess) -> None:
+    running = gateway.running
+    for session in sessions:
+        if not session.is_stopped:
+            # With the gateway down a release would be retried for minutes.
+            session.release_session_on_close = running
+            with contextlib.suppress(Exception):
+                session.stop()

@@ -13,11 +13,15 @@ import contextlib
 import os
 import signal
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.proto.base_pb2_grpc import SparkConnectServiceStub
 
 from connect_plugin.server.embedded import EmbeddedSparkConnect, free_port
 from connect_plugin.server.expiry import UPSTREAM_TIMEOUT_KEY
@@ -131,3 +135,51 @@ def test_sessions_lost_by_an_upstream_restart_are_cleaned_and_new_ones_work(
                 session.release_session_on_close = False
                 with contextlib.suppress(Exception):
                     session.stop()
+
+
+def _raw_sql(address: str, session_id: str, user_id: str, query: str) -> None:
+    """Run ``query`` as a bare gRPC client: one ExecutePlan, no other call, no observed id."""
+    request = spark_proto.ExecutePlanRequest(session_id=session_id, operation_id=str(uuid.uuid4()))
+    request.user_context.user_id = user_id
+    request.plan.command.sql_command.input.sql.query = query
+    with grpc.insecure_channel(address.removeprefix("sc://")) as channel:
+        for _ in SparkConnectServiceStub(channel).ExecutePlan(request):
+            pass
+
+
+def test_a_reused_session_id_after_an_upstream_restart_drops_the_old_tables(
+    own_upstream: list[EmbeddedSparkConnect], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that does not say which server-side session it saw gets no SESSION_CHANGED.
+
+    The sweeper is kept out of the way and the client's first call is the
+    CTTAS, so the CTTAS itself must notice that the upstream session behind
+    the id is a new one.
+    """
+    monkeypatch.setenv("CONNECT_PLUGIN_SESSION_SWEEP_INTERVAL_S", "3600")
+    server = own_upstream[0]
+    with running_gateway(server.address, tmp_path) as gateway:
+        first = new_session(gateway.address)
+        first.sql("CREATE TEMPORARY TABLE old AS SELECT id FROM range(10)")
+        session_id, user_id = first.client._session_id, first.client._user_id or ""
+        (old_folder,) = (gateway.workspace / session_id).iterdir()
+
+        _kill(server)
+        restarted = _server(tmp_path, server.port)
+        own_upstream.append(restarted)
+        restarted.start()
+        _raw_sql(
+            gateway.address, session_id, user_id, "CREATE TEMPORARY TABLE new AS SELECT 1 AS x"
+        )
+
+        assert "is a new one on the Spark Connect server" in gateway.log_text()
+        assert not old_folder.exists()
+        reused = SparkSession.builder.remote(f"{gateway.address}/;session_id={session_id}").create()
+        try:
+            assert_consistent(gateway, {reused: {"new": 1}}, dead={reused: ["old"]})
+        finally:
+            reused.stop()
+        assert workspace_folders(gateway.workspace) == set()
+        first.release_session_on_close = False
+        with contextlib.suppress(Exception):
+            first.stop()

@@ -9,7 +9,6 @@ working, and the workspace, registry and Spark agree afterwards.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import shutil
@@ -23,40 +22,17 @@ from pyspark.sql import SparkSession
 
 from connect_plugin.server.embedded import free_port
 from tests.integration.faults.gateway_process import GatewayProcess
-from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
+from tests.integration.faults.workspace_check import (
+    assert_consistent,
+    assert_names,
+    error_of,
+    unwritable,
+    workspace_folders,
+)
 from tests.integration.support import Upstream, new_session
 
 SMALL_DISK = "4m"
 HUGE_ROWS = 1_000_000
-
-
-@contextlib.contextmanager
-def _unwritable(folder: Path) -> Iterator[None]:
-    """No entry can be added to or removed from ``folder``, whoever the gateway and Spark run as."""
-    if os.geteuid() == 0:
-        subprocess.run(["chattr", "+i", str(folder)], check=True)
-        try:
-            yield
-        finally:
-            subprocess.run(["chattr", "-i", str(folder)], check=True)
-    else:
-        mode = folder.stat().st_mode
-        folder.chmod(0o500)
-        try:
-            yield
-        finally:
-            folder.chmod(mode)
-
-
-def _assert_names(message: str, *things: str) -> None:
-    for thing in things:
-        assert thing in message, f"{thing} not named in: {message}"
-
-
-def _error(spark: SparkSession, statement: str) -> str:
-    with pytest.raises(PySparkException) as caught:
-        spark.sql(statement).collect()
-    return str(caught.value)
 
 
 def test_unwritable_workspace_gives_a_clear_error_and_keeps_the_session(
@@ -67,9 +43,9 @@ def test_unwritable_workspace_gives_a_clear_error_and_keeps_the_session(
     spark.sql("CREATE TEMPORARY TABLE kept AS SELECT id FROM range(10)")
     folder = gateway.workspace / spark.client._session_id
 
-    with _unwritable(folder):
-        message = _error(spark, "CREATE TEMPORARY TABLE blocked AS SELECT id FROM range(5)")
-        _assert_names(message, "[blocked]", str(folder))
+    with unwritable(folder):
+        message = error_of(spark, "CREATE TEMPORARY TABLE blocked AS SELECT id FROM range(5)")
+        assert_names(message, "[blocked]", str(folder))
         assert spark.table("kept").count() == 10
         assert spark.sql("SELECT count(*) AS n FROM kept JOIN range(5) USING (id)").first().n == 5  # type: ignore[union-attr]
         assert gateway.rows("SELECT name FROM temp_tables WHERE state != 'ready'") == []
@@ -77,9 +53,9 @@ def test_unwritable_workspace_gives_a_clear_error_and_keeps_the_session(
 
     # A new session cannot even get its folder while the workspace root is unwritable.
     fresh = open_session()
-    with _unwritable(gateway.workspace):
-        message = _error(fresh, "CREATE TEMPORARY TABLE first AS SELECT 1 AS x")
-        _assert_names(message, "[first]", fresh.client._session_id)
+    with unwritable(gateway.workspace):
+        message = error_of(fresh, "CREATE TEMPORARY TABLE first AS SELECT 1 AS x")
+        assert_names(message, "[first]", fresh.client._session_id)
         assert fresh.range(3).count() == 3
     assert_consistent(gateway, {spark: {"kept": 10}, fresh: {}}, dead={fresh: ["first"]})
 
@@ -142,12 +118,12 @@ def test_full_disk_fails_the_cttas_cleanly(small_disk_gateway: GatewayProcess) -
     folder = gateway.workspace / spark.client._session_id
     try:
         spark.sql("CREATE TEMPORARY TABLE kept AS SELECT id FROM range(10)")
-        message = _error(
+        message = error_of(
             spark,
             "CREATE TEMPORARY TABLE huge AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
             f"FROM range({HUGE_ROWS})",
         )
-        _assert_names(message, "[huge]", str(folder))
+        assert_names(message, "[huge]", str(folder))
         assert "No space left on device" in message, message
         assert_consistent(gateway, {spark: {"kept": 10}}, dead={spark: ["huge"]})
         free = shutil.disk_usage(gateway.workspace).free
@@ -157,7 +133,7 @@ def test_full_disk_fails_the_cttas_cleanly(small_disk_gateway: GatewayProcess) -
         try:
             spark.sql("CREATE TEMPORARY TABLE after AS SELECT id FROM range(7)")
         except PySparkException as exc:
-            _assert_names(str(exc), "[after]", str(folder))
+            assert_names(str(exc), "[after]", str(folder))
             assert_consistent(gateway, {spark: {"kept": 10}}, dead={spark: ["after", "huge"]})
         else:
             assert_consistent(gateway, {spark: {"kept": 10, "after": 7}})
@@ -187,7 +163,7 @@ def test_folders_removed_under_the_gateway(
     lost = _location(gateway, spark, "a")
     shutil.rmtree(lost)
 
-    message = _error(spark, "SELECT count(*) FROM a")
+    message = error_of(spark, "SELECT count(*) FROM a")
     assert str(lost) in message, message
     assert spark.table("b").count() == 20
     listed = {r["name"]: r for r in spark.sql("SHOW TEMPORARY TABLES").collect()}

@@ -7,11 +7,14 @@ no row).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import SparkSession
 
 from connect_plugin.server.workspace import PRIVATE_DIR
@@ -66,3 +69,32 @@ def assert_consistent(
         for name in names:
             with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
                 spark.table(name).schema  # noqa: B018
+
+
+@contextlib.contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """No entry can be added to or removed from ``folder``, whoever the gateway and Spark run as."""
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+    else:
+        mode = folder.stat().st_mode
+        folder.chmod(0o500)
+        try:
+            yield
+        finally:
+            folder.chmod(mode)
+
+
+def assert_names(message: str, *things: str) -> None:
+    for thing in things:
+        assert thing in message, f"{thing} not named in: {message}"
+
+
+def error_of(spark: SparkSession, statement: str) -> str:
+    with pytest.raises(PySparkException) as caught:
+        spark.sql(statement).collect()
+    return str(caught.value)

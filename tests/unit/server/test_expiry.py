@@ -67,20 +67,20 @@ def test_unreachable_upstream_expires_and_drops_nothing_and_signals_drop_lost_se
 ) -> None:
     workspace = tmp_path / "ws"
     config = _config(workspace, session_idle_timeout_s=0.01)
-    forgotten: list[tuple[str, str]] = []
+    forgotten: list[tuple[str, str, str | None]] = []
 
     async def scenario() -> None:
         channel = grpc.aio.insecure_channel(config.upstream_target)
         tables = TempTables(config, channel)
 
-        async def forget(user_id: str, session_id: str) -> None:
-            forgotten.append((user_id, session_id))
-            await tables.release(user_id, session_id)
+        async def forget(user_id: str, session_id: str, gone: str | None) -> bool:
+            forgotten.append((user_id, session_id, gone))
+            return await tables.release(user_id, session_id, gone)
 
         watch = SessionWatch(config, tables, forget)
         try:
             await tables.start()
-            session_ids = [str(uuid.uuid4()) for _ in range(3)]
+            session_ids = [str(uuid.uuid4()) for _ in range(4)]
             for session_id in session_ids:
                 location = tables.workspace.new_table_folder(session_id)
                 table = TempTable(
@@ -117,15 +117,22 @@ def test_unreachable_upstream_expires_and_drops_nothing_and_signals_drop_lost_se
                 "instance has restarted.",
             )
             watch.failed((USER, session_ids[2]), error)
+            # Found lost, but a CTTAS records a new upstream session before the cleanup runs.
+            watch.failed((USER, session_ids[3]), error)
+            renewed = tables.registry.find(USER, session_ids[3])
+            assert renewed is not None
+            renewed.server_side_session_id = "server-3"
             watch.end(busy)
             for _ in range(10):
                 await asyncio.sleep(0.01)
-            assert sorted(forgotten) == sorted((USER, s) for s in session_ids[1:])
+            assert sorted(forgotten) == sorted((USER, s, "server-1") for s in session_ids[1:])
             assert (workspace / session_ids[0]).is_dir()
             assert not (workspace / session_ids[1]).exists()
             assert not (workspace / session_ids[2]).exists()
+            assert (workspace / session_ids[3]).is_dir()
             assert tables.registry.find(USER, session_ids[0]) is not None
-            assert sorted(watch.figures.gone) == sorted(session_ids[1:])
+            assert tables.registry.find(USER, session_ids[3]) is renewed
+            assert sorted(watch.figures.gone) == sorted(session_ids[1:3])
         finally:
             await watch.stop()
             await tables.stop()
