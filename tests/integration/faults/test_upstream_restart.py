@@ -163,6 +163,9 @@ def test_a_reused_session_id_after_an_upstream_restart_drops_the_old_tables(
         first.sql("CREATE TEMPORARY TABLE old AS SELECT id FROM range(10)")
         session_id, user_id = first.client._session_id, first.client._user_id or ""
         (old_folder,) = (gateway.workspace / session_id).iterdir()
+        # Gone without a release, and with no call (pyspark's background ReleaseExecute) pending.
+        first.release_session_on_close = False
+        first.stop()
 
         _kill(server)
         restarted = _server(tmp_path, server.port)
@@ -180,6 +183,3 @@ def test_a_reused_session_id_after_an_upstream_restart_drops_the_old_tables(
         finally:
             reused.stop()
         assert workspace_folders(gateway.workspace) == set()
-        first.release_session_on_close = False
-        with contextlib.suppress(Exception):
-            first.stop()
