@@ -560,20 +560,20 @@ class TempTables:
         With ``server_side_session_id`` (a session found lost), nothing happens
         if a CTTAS has since recorded a new upstream session for the id.
         """
-        if server_side_session_id is not None:
-            found = self.registry.find(user_id, session_id)
-            if found is None:
-                return False
-            async with found.lock:
-                if found.server_side_session_id != server_side_session_id:
-                    log.info("session %s lives on in a new upstream session", session_id)
-                    return False
-                self.discard(found)
-            return True
-        entry = self.registry.forget(user_id, session_id)
+        entry = self.registry.find(user_id, session_id)
         if entry is None:
+            if server_side_session_id is not None:
+                return False
             entry = SessionEntry(user_id, session_id)
+        elif server_side_session_id is None:
+            self.registry.forget(user_id, session_id)
         async with entry.lock:
+            if (
+                server_side_session_id is not None
+                and entry.server_side_session_id != server_side_session_id
+            ):
+                log.info("session %s lives on in a new upstream session", session_id)
+                return False
             self.discard(entry)
         return True
 
@@ -662,14 +662,8 @@ class TempTables:
             await self.upstream(clone).release_session()
         except (ConnectPluginError, UpstreamFailed) as exc:
             log.warning("session %s: releasing the failed clone failed: %s", clone.session_id, exc)
-        entry = self.registry.forget(clone.user_id, clone.session_id)
-        try:
-            self.workspace.remove_session(clone.session_id)
-        except WorkspaceError:
-            log.exception("session %s: the next start deletes its folder", clone.session_id)
-            return
-        if entry is not None:
-            self.registry.remove_session(clone.user_id, clone.session_id)
+        entry = self.registry.find(clone.user_id, clone.session_id)
+        self.discard(entry or SessionEntry(clone.user_id, clone.session_id))
 
 
 async def _to_the_end(work: Awaitable[None]) -> None:
