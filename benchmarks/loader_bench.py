@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from connect_plugin.scan import ResultSetLoader
+from connect_plugin.scanning import ResultSetLoader
 
 ROWS = 200_000
 RUNS = 7

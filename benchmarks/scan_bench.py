@@ -47,7 +47,7 @@ from pyspark.sql.connect.session import SparkSession
 
 import connect_plugin
 from connect_plugin.config import Config
-from connect_plugin.scan import ScanSpec, clear_schema_cache, plan_scan
+from connect_plugin.scanning import ScanSpec, clear_schema_cache, plan_scan
 from connect_plugin.server.stack import Stack
 
 ROWS = 2_000_000

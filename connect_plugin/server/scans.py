@@ -33,15 +33,15 @@ from pyspark.sql.types import StructType
 
 from connect_plugin import proto
 from connect_plugin.errors import PlanError
-from connect_plugin.scan.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
-from connect_plugin.scan.spark_source import (
+from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+from connect_plugin.scanning.spark_source import (
     COUNT_COLUMN,
     COUNT_OPTION,
     PUSHDOWN_OPTION,
     SPEC_OPTION,
     data_source_class,
 )
-from connect_plugin.scan.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
+from connect_plugin.scanning.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
 from connect_plugin.server.plans import type_name_of, walk_relations
 from connect_plugin.server.statements import Name
 from connect_plugin.server.temp_tables import TempTables

@@ -1,0 +1,38 @@
+"""Scan framework: Arrow batch building and schema-on-read file scans.
+
+Pure Python and pyarrow: nothing here imports pyspark or grpc, except
+``connect_plugin.scanning.spark_source``, which binds the scan to Spark as a
+Python data source and is imported only where Spark runs it.
+"""
+
+from __future__ import annotations
+
+from connect_plugin.scanning.column_writers import ColumnWriter
+from connect_plugin.scanning.loader import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    MAX_ROWS_CEILING,
+    ResultSetLoader,
+)
+from connect_plugin.scanning.plan import ScanPlan, clear_schema_cache, plan_scan
+from connect_plugin.scanning.pruning import PartitionFilter, prune
+from connect_plugin.scanning.row_writer import RowWriter
+from connect_plugin.scanning.scanner import ScanReader
+from connect_plugin.scanning.spec import ScanSpec
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_ROWS",
+    "MAX_ROWS_CEILING",
+    "ColumnWriter",
+    "PartitionFilter",
+    "ResultSetLoader",
+    "RowWriter",
+    "ScanPlan",
+    "ScanReader",
+    "ScanSpec",
+    "clear_schema_cache",
+    "plan_scan",
+    "prune",
+]
+

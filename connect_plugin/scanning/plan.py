@@ -1,0 +1,151 @@
+"""Planning a scan on the driver: files, table schema, output columns.
+
+``plan_scan(spec)`` is what Spark's ``schema()`` needs before any task runs.
+It lists the files, samples them only when the provided schema does not
+already settle every output column, resolves the table schema and the
+projection, and returns a ``ScanPlan`` that the readers on the executors
+follow without looking at the files again.
+
+Resolved table schemas are cached per process, keyed by the spec without
+its batch limits and by each file's path, size and modification time: a
+repeated scan of unchanged files lists them but samples nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
+
+from connect_plugin.scanning.files import ScanFile, list_files
+from connect_plugin.scanning.projection import (
+    Kind,
+    OutputColumn,
+    Partitions,
+    partitions_of,
+    resolve_projection,
+)
+from connect_plugin.scanning.sampling import FileSample, needs_sampling, sample_files
+from connect_plugin.scanning.schema_tracker import TableSchema, resolve_table
+from connect_plugin.scanning.spec import ScanSpec
+
+SCHEMA_CACHE_SIZE = 64
+"""Resolved table schemas kept per process (one per distinct spec and file set)."""
+
+Spellings = Mapping[str, Mapping[str, str]]
+"""Per file path: folded column name -> the spelling the file uses."""
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """Everything a reader needs: the files, the table schema and the output columns."""
+
+    spec: ScanSpec
+    files: tuple[ScanFile, ...]
+    table: TableSchema
+    columns: tuple[OutputColumn, ...]
+    partitions: Partitions
+    spellings: Spellings = field(default_factory=dict)
+    from_cache: bool = False
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of every batch the scan yields."""
+        return pa.schema([column.field for column in self.columns])
+
+    @property
+    def decoded_fields(self) -> tuple[pa.Field, ...]:
+        """Table columns whose values must be decoded from the files, in table order."""
+        needed = {
+            column.source.casefold()
+            for column in self.columns
+            if column.kind in (Kind.TABLE, Kind.MEMBER, Kind.ELEMENT)
+        }
+        return tuple(f for f in self.table.data_fields if f.name.casefold() in needed)
+
+    def spelling(self, scan_file: ScanFile, name: str) -> str:
+        """How a file spells a table column (the table's spelling when it was not sampled)."""
+        return self.spellings.get(scan_file.path, {}).get(name.casefold(), name)
+
+    def with_files(self, files: Iterable[ScanFile]) -> ScanPlan:
+        """The same plan over a subset of its files (after partition pruning)."""
+        return replace(self, files=tuple(files))
+
+
+def plan_scan(spec: ScanSpec) -> ScanPlan:
+    """List, sample as little as needed, and resolve the schema of a scan."""
+    files = tuple(list_files(spec.paths))
+    partitions = partitions_of(spec, files)
+    table = resolve_table(spec, files, None)
+    columns = resolve_projection(spec, table, partitions)
+    if not _wants_samples(spec, columns):
+        return ScanPlan(spec, files, table, columns, partitions)
+    key = (spec.cache_key(), tuple((f.path, f.size, f.mtime_ns) for f in files))
+    cached = _CACHE.get(key)
+    if cached is not None:
+        table, spellings = cached
+    else:
+        samples = sample_files(spec, files)
+        table = resolve_table(spec, files, samples)
+        spellings = _spellings(files, samples)
+        _CACHE.put(key, (table, spellings))
+    columns = resolve_projection(spec, table, partitions)
+    return ScanPlan(
+        spec, files, table, columns, partitions, spellings, from_cache=cached is not None
+    )
+
+
+def _wants_samples(spec: ScanSpec, columns: Sequence[OutputColumn]) -> bool:
+    """Whether the files can still change the output: the provided schema does not settle it."""
+    if not needs_sampling(spec):
+        return False
+    if spec.provided_schema is None:
+        return True
+    if spec.is_wildcard:
+        return not spec.strict
+    return any(column.kind is Kind.MISSING for column in columns) and not spec.strict
+
+
+def _spellings(files: Sequence[ScanFile], samples: Sequence[FileSample]) -> Spellings:
+    return {
+        scan_file.path: {f.name.casefold(): f.name for f in sample.fields}
+        for scan_file, sample in zip(files, samples, strict=True)
+    }
+
+
+class _SchemaCache:
+    """A small thread-safe LRU of resolved table schemas."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[object, tuple[TableSchema, Spellings]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: object) -> tuple[TableSchema, Spellings] | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: object, entry: tuple[TableSchema, Spellings]) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_CACHE = _SchemaCache(SCHEMA_CACHE_SIZE)
+
+
+def clear_schema_cache() -> None:
+    """Forget every resolved schema (files changed in place within the same second, tests)."""
+    _CACHE.clear()

@@ -1,0 +1,156 @@
+"""Reading a planned scan: batches of the output schema, file after file.
+
+For each file the scanner takes the columnar path (``native``) and conforms
+its batches (``conform``); when pyarrow refuses the file part-way, or a
+value does not cast to its column's type, the rest of the file, from the
+first record not yet delivered, goes through the row path (``rowpath``),
+which applies the ``on_error`` policy record by record. Parquet has no row
+path: a value that does not cast is handled in place, row by row, for the
+one batch it sits in. An empty table projection (``columns=[]``, or only
+implicit columns) decodes nothing and counts records instead.
+
+Every batch passes ``limit_batches`` on its way out, so none has more rows
+than ``max_rows`` or more bytes than ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from connect_plugin.errors import ScanError
+from connect_plugin.scanning.conform import Conformer, ConversionFailed, limit_batches, rows_only
+from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.formats import COLUMNS, has_list_table
+from connect_plugin.scanning.native import Decode, count_rows, native_batches
+from connect_plugin.scanning.plan import ScanPlan
+from connect_plugin.scanning.projection import Kind
+from connect_plugin.scanning.rowpath import BadRecords, row_batches
+
+log = logging.getLogger(__name__)
+
+
+class ScanReader:
+    """Reads the files of a plan into batches of its output schema.
+
+    ``target`` is an output schema with the same names and other Arrow
+    types (the ones Spark reads back); values are cast to it directly.
+    ``bad_records`` counts the records ``on_error="skip"`` dropped or
+    ``on_error="null"`` kept with null values.
+    """
+
+    def __init__(self, plan: ScanPlan, target: pa.Schema | None = None) -> None:
+        self.plan = plan
+        self.conformer = Conformer(plan, target)
+        self.schema = self.conformer.schema
+        self.decode = _decode(plan, self.schema)
+        self._bad = BadRecords(plan.spec.on_error)
+
+    @property
+    def bad_records(self) -> int:
+        return self._bad.count
+
+    def read(self, files: Iterable[ScanFile] | None = None) -> Iterator[pa.RecordBatch]:
+        """Batches of the given files (all the plan's files by default), in order."""
+        for scan_file in self.plan.files if files is None else files:
+            yield from self.read_file(scan_file)
+
+    def read_table(self, files: Iterable[ScanFile] | None = None) -> pa.Table:
+        return pa.Table.from_batches(list(self.read(files)), schema=self.schema)
+
+    def read_file(self, scan_file: ScanFile) -> Iterator[pa.RecordBatch]:
+        where = f"file {scan_file.path}"
+        spec = self.plan.spec
+        rows = 0
+        try:
+            for batch in self._file_batches(scan_file):
+                yield from limit_batches(batch, spec.max_rows, spec.max_bytes, where, rows)
+                rows += batch.num_rows
+        except OSError as exc:
+            raise ScanError(f"cannot read {where}: {exc}") from exc
+        finally:
+            self._bad.finish_file(scan_file)
+
+    def _file_batches(self, scan_file: ScanFile) -> Iterator[pa.RecordBatch]:
+        constants = self.conformer.constants(scan_file)
+        conform = self.conformer.conform
+        if self.decode.is_empty:
+            for count in count_rows(self.plan, scan_file):
+                yield conform(rows_only(count), constants)
+            return
+        parquet = self.plan.spec.format == "parquet"
+        delivered = 0
+        try:
+            for raw in native_batches(self.plan, scan_file, self.decode):
+                if parquet:
+                    batch = self._conform_parquet(raw, constants, scan_file, delivered)
+                else:
+                    batch = conform(raw, constants)
+                yield batch
+                delivered += raw.num_rows
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ConversionFailed) as exc:
+            if parquet:
+                raise ScanError(f"cannot read file {scan_file.path}: {exc}") from exc
+            log.info(
+                "file %s: the columnar reader stopped at record %d (%s); reading on row by row",
+                scan_file.path,
+                delivered + 1,
+                exc,
+            )
+            try:
+                for raw in row_batches(self.plan, scan_file, self.decode, delivered, self._bad):
+                    yield conform(raw, constants)
+            except ConversionFailed as failure:
+                raise ScanError(f"cannot read file {scan_file.path}: {failure}") from failure
+
+    def _conform_parquet(
+        self, raw: pa.RecordBatch, constants: Sequence[Any], scan_file: ScanFile, first: int
+    ) -> pa.RecordBatch:
+        """Conform a batch; where a value does not cast, apply ``on_error`` row by row."""
+        try:
+            return self.conformer.conform(raw, constants)
+        except ConversionFailed:
+            pass
+        kept = []
+        for offset in range(raw.num_rows):
+            row = raw.slice(offset, 1)
+            while True:
+                try:
+                    kept.append(self.conformer.conform(row, constants))
+                    break
+                except ConversionFailed as exc:
+                    self._bad.report(scan_file, first + offset + 1, str(exc), unit="row")
+                    if self._bad.on_error == "skip":
+                        break
+                    row = self._without(row, exc.column)
+        if not kept:
+            return self.conformer.conform(raw.slice(0, 0), constants)
+        return pa.Table.from_batches(kept, schema=self.schema).combine_chunks().to_batches()[0]
+
+    def _without(self, row: pa.RecordBatch, output_name: str) -> pa.RecordBatch:
+        """The row with the raw column behind an output column set to null."""
+        source = next(c.source for c in self.plan.columns if c.name == output_name)
+        index = row.schema.get_field_index(source)
+        return row.set_column(index, row.schema.field(index), pa.nulls(1, row.column(index).type))
+
+
+def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
+    """The raw columns to decode: table columns in their output type where one output has it."""
+    read_types: dict[str, pa.DataType] = {}
+    for column, target_field in zip(plan.columns, target, strict=True):
+        if column.kind is Kind.TABLE:
+            read_types[column.source.casefold()] = target_field.type
+    fields = []
+    for table_field in plan.decoded_fields:
+        read_type = read_types.get(table_field.name.casefold(), table_field.type)
+        fields.append(pa.field(table_field.name, read_type))
+    if not has_list_table(plan.spec):
+        return Decode(tuple(fields))
+    elements = tuple(
+        sorted({c.index for c in plan.columns if c.kind is Kind.ELEMENT and c.source == COLUMNS})
+    )
+    whole = any(c.kind is Kind.TABLE and c.source == COLUMNS for c in plan.columns)
+    return Decode((), elements, whole)

@@ -1,0 +1,276 @@
+"""The scan as a Spark Python data source: the one module of the scan that imports pyspark.
+
+The gateway turns the plugin's ``Scan`` relation into a read of format
+``connect_plugin_scan`` with the option ``spec`` holding ``ScanSpec.to_json()``.
+Spark then calls, in Python workers:
+
+- ``schema()`` once when the read is analysed: the scan is planned here
+  (files listed, sampled, schema resolved) and the plan kept on the data
+  source object, which Spark pickles on to the planning worker, so
+  ``reader()`` does not plan again;
+- ``reader(schema)``, ``pushFilters(filters)`` (only when the session sets
+  ``spark.sql.python.filterPushdown.enabled``; Spark refuses a reader that
+  implements it otherwise, so the option ``pushdown`` chooses the reader
+  class), ``partitions()``: contiguous runs of files balanced by bytes,
+  after partition pruning;
+- ``read(partition)`` on the executors, yielding ``pyarrow.RecordBatch``es.
+
+Spark checks each batch's Arrow schema against the one it derives from the
+Spark schema (``to_arrow_schema(schema, timezone="UTC")``), so batches are
+cast to exactly that: ``string`` not ``large_string``, ``timestamp[us, UTC]``
+for zoned timestamps, ``timestamp[us]`` for naive ones, no dictionaries.
+Arrow types Spark has no type for are widened first (unsigned integers to
+the next signed size, ``uint64`` to ``decimal(20, 0)``, ``float16`` to
+float, ``date64`` to date, ``time`` to string).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
+)
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import LongType, StructField, StructType
+
+from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.files import ScanFile, file_groups
+from connect_plugin.scanning.plan import ScanPlan, plan_scan
+from connect_plugin.scanning.pruning import PartitionFilter, partition_column, prune
+from connect_plugin.scanning.scanner import ScanReader
+from connect_plugin.scanning.spec import ScanSpec
+
+SHORT_NAME = "connect_plugin_scan"
+SPEC_OPTION = "spec"
+PUSHDOWN_OPTION = "pushdown"
+"""Set to ``true`` only where ``spark.sql.python.filterPushdown.enabled`` is true."""
+
+COUNT_OPTION = "countRows"
+"""Set to ``true`` to read, per file, one row holding its record count (column ``rows``)."""
+
+COUNT_COLUMN = "rows"
+
+MIN_PARTITIONS_OPTION = "minPartitions"
+"""Spark partitions to make at least (files allowing); the planning worker's cores by default."""
+
+SPARK_TIMEZONE = "UTC"
+"""The zone Spark's Python data source reader uses to build its expected Arrow schema."""
+
+_FILTER_OPERATORS: dict[type, str] = {
+    EqualTo: "eq",
+    EqualNullSafe: "eq_null_safe",
+    GreaterThan: "gt",
+    GreaterThanOrEqual: "ge",
+    LessThan: "lt",
+    LessThanOrEqual: "le",
+    In: "in",
+    IsNull: "is_null",
+    IsNotNull: "is_not_null",
+    StringStartsWith: "starts_with",
+    StringEndsWith: "ends_with",
+    StringContains: "contains",
+}
+
+
+class ScanDataSource(DataSource):
+    """Schema-on-read file scans.
+
+    Options: ``spec`` (``ScanSpec.to_json()``, required), ``pushdown``
+    (``true`` to prune files by pushed filters) and ``minPartitions``.
+    """
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self._plan: ScanPlan | None = None
+
+    @classmethod
+    def name(cls) -> str:
+        return SHORT_NAME
+
+    def spec(self) -> ScanSpec:
+        text = self.options.get(SPEC_OPTION)
+        if not text:
+            raise InvalidScanSpec(
+                f"the {SHORT_NAME} data source needs the option '{SPEC_OPTION}' holding "
+                "ScanSpec.to_json(); read it through connect_plugin.scan(), not by hand"
+            )
+        return ScanSpec.from_json(text)
+
+    def plan(self) -> ScanPlan:
+        """The scan's plan, made once per data source object and pickled along with it."""
+        if self._plan is None:
+            self._plan = plan_scan(self.spec())
+        return self._plan
+
+    def schema(self) -> StructType:
+        if self._counts_rows():
+            self.plan()
+            return StructType([StructField(COUNT_COLUMN, LongType(), nullable=False)])
+        return spark_schema(self.plan().schema)
+
+    def reader(self, schema: StructType) -> ScanSourceReader:
+        if self._counts_rows():
+            return RowCountReader(self.plan(), schema, self._min_partitions())
+        pushdown = str(self.options.get(PUSHDOWN_OPTION, "false")).lower() == "true"
+        reader_class = PruningScanSourceReader if pushdown else ScanSourceReader
+        return reader_class(self.plan(), schema, self._min_partitions())
+
+    def _counts_rows(self) -> bool:
+        return str(self.options.get(COUNT_OPTION, "false")).lower() == "true"
+
+    def _min_partitions(self) -> int:
+        text = self.options.get(MIN_PARTITIONS_OPTION)
+        if text is None:
+            return os.cpu_count() or 1
+        try:
+            return max(1, int(text))
+        except ValueError:
+            raise InvalidScanSpec(
+                f"option '{MIN_PARTITIONS_OPTION}' must be a whole number, got {text!r}"
+            ) from None
+
+
+@dataclass
+class FileGroup(InputPartition):
+    """One Spark partition: a run of files read one after the other."""
+
+    index: int
+    files: tuple[ScanFile, ...]
+
+
+class ScanSourceReader(DataSourceReader):
+    """Reads file groups into record batches of the Spark schema's Arrow types."""
+
+    def __init__(self, plan: ScanPlan, schema: StructType, min_partitions: int = 1) -> None:
+        self.plan = plan
+        self.target = to_arrow_schema(schema, timezone=SPARK_TIMEZONE)
+        self.files = plan.files
+        self.min_partitions = min_partitions
+
+    def partitions(self) -> list[FileGroup]:
+        groups = file_groups(self.files, min_groups=self.min_partitions)
+        return [FileGroup(index, tuple(group)) for index, group in enumerate(groups)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        files = partition.files if isinstance(partition, FileGroup) else self.files
+        return ScanReader(self.plan, self.target).read(files)
+
+
+class RowCountReader(ScanSourceReader):
+    """One row per file: its record count, found without decoding a value.
+
+    A query that only counts rows sums these: Spark then neither turns empty
+    batches into rows nor rows back into anything.
+    """
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        files = partition.files if isinstance(partition, FileGroup) else self.files
+        reader = ScanReader(self.plan)
+        for scan_file in files:
+            rows = sum(batch.num_rows for batch in reader.read_file(scan_file))
+            yield pa.record_batch([pa.array([rows], pa.int64())], schema=self.target)
+
+
+class PruningScanSourceReader(ScanSourceReader):
+    """The reader used when Spark pushes filters: filters on partition columns prune files.
+
+    Partition columns here are ``dirN``, hive keys and the implicit file
+    columns: each has one value per file.
+
+    Every filter goes back to Spark as well, which evaluates it on the rows
+    read; pruning only saves opening files that could not pass.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        usable = []
+        for found in filters:
+            translated = partition_filter(found)
+            if translated is not None and partition_column(self.plan, translated.column):
+                usable.append(translated)
+            yield found
+        if usable:
+            self.files = prune(self.plan, usable)
+
+
+def partition_filter(found: Filter) -> PartitionFilter | None:
+    """Spark's pushed filter as a ``PartitionFilter`` on a top-level column, if it is one."""
+    negated = isinstance(found, Not)
+    inner: Filter = found.child if isinstance(found, Not) else found
+    op = _FILTER_OPERATORS.get(type(inner))
+    attribute: tuple[str, ...] = tuple(getattr(inner, "attribute", ()))
+    if op is None or len(attribute) != 1:
+        return None
+    value: Any = getattr(inner, "value", None)
+    if op == "in":
+        value = tuple(value or ())
+    return PartitionFilter(op, attribute[0], value, negated)
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """The Spark schema of an Arrow schema, after widening types Spark cannot hold."""
+    fields = [pa.field(f.name, sparkable_type(f.type), f.nullable, f.metadata) for f in schema]
+    return from_arrow_schema(pa.schema(fields))
+
+
+def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
+    """The Arrow schema Spark expects batches of this scan to have."""
+    return to_arrow_schema(spark_schema(schema), timezone=SPARK_TIMEZONE)
+
+
+def sparkable_type(arrow_type: pa.DataType) -> pa.DataType:
+    types = pa.types
+    widened = {
+        pa.uint8(): pa.int16(),
+        pa.uint16(): pa.int32(),
+        pa.uint32(): pa.int64(),
+        pa.uint64(): pa.decimal128(20, 0),
+        pa.float16(): pa.float32(),
+        pa.date64(): pa.date32(),
+    }
+    if arrow_type in widened:
+        return widened[arrow_type]
+    if types.is_time(arrow_type):
+        return pa.string()
+    if types.is_dictionary(arrow_type):
+        return sparkable_type(arrow_type.value_type)
+    if types.is_list(arrow_type) or types.is_large_list(arrow_type):
+        field = arrow_type.value_field
+        return pa.list_(field.with_type(sparkable_type(field.type)))
+    if types.is_fixed_size_list(arrow_type):
+        field = arrow_type.value_field
+        return pa.list_(field.with_type(sparkable_type(field.type)))
+    if types.is_struct(arrow_type):
+        members: Sequence[pa.Field] = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+        return pa.struct([m.with_type(sparkable_type(m.type)) for m in members])
+    if types.is_map(arrow_type):
+        item = arrow_type.item_field
+        return pa.map_(
+            sparkable_type(arrow_type.key_type), item.with_type(sparkable_type(item.type))
+        )
+    return arrow_type
+
+
+def data_source_class() -> type[ScanDataSource]:
+    """The class to register: ``spark.dataSource.register(data_source_class())``."""
+    return ScanDataSource

@@ -1,0 +1,296 @@
+"""What a file scan asks for, as one frozen value that can travel as a string.
+
+The gateway builds a ``ScanSpec`` from the plugin's ``Scan`` relation and
+hands it to the Spark data source as the option ``spec`` (``to_json()``);
+Spark's Python workers rebuild it with ``from_json()``. Everything a scan
+needs to plan and read is here, so the driver and the executors agree
+without further messages. The provided schema travels as Arrow IPC bytes in
+base64, which keeps every Arrow type and field metadata exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
+
+FORMATS = ("json", "csv", "tsv", "parquet", "text")
+PARTITIONINGS = ("dirs", "hive")
+ON_ERROR = ("fail", "skip", "null")
+
+DEFAULT_SAMPLE_BYTES = 256 * 1024
+"""Bytes read from the start of each json/csv/tsv/text file to learn its columns."""
+
+SPEC_VERSION = 1
+
+FORMAT_OPTIONS: Mapping[str, frozenset[str]] = {
+    "json": frozenset(),
+    "csv": frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"}),
+    "tsv": frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"}),
+    "text": frozenset({"delimiter"}),
+    "parquet": frozenset(),
+}
+"""Reader options each format takes; keys compare without case, as Spark's options do."""
+
+_BOOLEAN_OPTIONS = frozenset({"header", "multiline"})
+_ONE_CHARACTER_OPTIONS = frozenset({"quote", "escape"})
+
+INDEXED_NAME = re.compile(r"^(?P<base>.+)\[(?P<index>\d+)\]$")
+"""``name[n]``: element ``n`` of a list column, as in Drill's ``columns[2]``."""
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """A schema-on-read scan of local files.
+
+    ``columns`` is ``None`` (or ``["*"]``) for every column, ``[]`` for none
+    (row counts only), or the projection list: table columns, nested members
+    (``m.a``), list elements (``columns[2]``), implicit file columns
+    (``filename``, ``filepath``, ``fqn``, ``suffix``) and partition columns
+    (``dir0``, ``dir1``, ...); ``"*"`` inside a longer list stands for the
+    wildcard expansion. ``options`` are reader options, with case-insensitive
+    keys (``header``, ``delimiter``, ``quote``, ``escape``, ``nullValue``,
+    ``multiLine`` for csv/tsv; ``delimiter`` for text).
+    """
+
+    paths: Sequence[str]
+    format: str
+    columns: Sequence[str] | None = None
+    provided_schema: pa.Schema | None = None
+    strict: bool = False
+    partitioning: str = "dirs"
+    on_error: str = "fail"
+    max_rows: int = DEFAULT_MAX_ROWS
+    max_bytes: int = DEFAULT_MAX_BYTES
+    options: Mapping[str, str] = field(default_factory=dict)
+    sample_bytes: int = DEFAULT_SAMPLE_BYTES
+
+    def __post_init__(self) -> None:
+        set_field = object.__setattr__
+        set_field(self, "paths", _paths(self.paths))
+        set_field(self, "format", _choice("format", self.format, FORMATS))
+        set_field(self, "columns", _columns(self.columns))
+        set_field(self, "provided_schema", _schema(self.provided_schema))
+        set_field(self, "partitioning", _choice("partitioning", self.partitioning, PARTITIONINGS))
+        set_field(self, "on_error", _choice("on_error", self.on_error, ON_ERROR))
+        set_field(self, "options", _options(self.format, self.options))
+        if not isinstance(self.strict, bool):
+            raise InvalidScanSpec(f"strict must be true or false, got {self.strict!r}")
+        if not _is_int(self.max_rows) or not 1 <= self.max_rows <= MAX_ROWS_CEILING:
+            raise InvalidScanSpec(
+                f"max_rows must be a whole number from 1 to {MAX_ROWS_CEILING}, "
+                f"got {self.max_rows!r}"
+            )
+        for name in ("max_bytes", "sample_bytes"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                raise InvalidScanSpec(f"{name} must be a positive number of bytes, got {value!r}")
+
+    def __hash__(self) -> int:
+        return hash(self.to_json())
+
+    @property
+    def is_wildcard(self) -> bool:
+        """Whether the projection holds the wildcard (alone or among other names)."""
+        return self.columns is None or "*" in self.columns
+
+    @property
+    def has_header(self) -> bool:
+        """Whether csv/tsv files start with a header line naming their columns."""
+        return self.format in ("csv", "tsv") and self.options.get("header") == "true"
+
+    def option(self, name: str, default: str | None = None) -> str | None:
+        return self.options.get(name.lower(), default)
+
+    def to_dict(self) -> dict[str, Any]:
+        schema = self.provided_schema
+        return {
+            "version": SPEC_VERSION,
+            "paths": list(self.paths),
+            "format": self.format,
+            "columns": None if self.columns is None else list(self.columns),
+            "schema": None if schema is None else _schema_to_text(schema),
+            "strict": self.strict,
+            "partitioning": self.partitioning,
+            "on_error": self.on_error,
+            "max_rows": self.max_rows,
+            "max_bytes": self.max_bytes,
+            "options": dict(self.options),
+            "sample_bytes": self.sample_bytes,
+        }
+
+    def to_json(self) -> str:
+        """The spec as a JSON string, for the data source option ``spec``."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> ScanSpec:
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise InvalidScanSpec(f"the scan spec is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InvalidScanSpec("the scan spec must be a JSON object")
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScanSpec:
+        known = {
+            "version", "paths", "format", "columns", "schema", "strict", "partitioning",
+            "on_error", "max_rows", "max_bytes", "options", "sample_bytes",
+        }  # fmt: skip
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidScanSpec(
+                f"the scan spec has unknown keys {unknown}; known keys: {sorted(known)}"
+            )
+        version = data.get("version", SPEC_VERSION)
+        if version != SPEC_VERSION:
+            raise InvalidScanSpec(
+                f"the scan spec has version {version!r}, this connect-plugin reads version "
+                f"{SPEC_VERSION}; use the same connect-plugin version on gateway and server"
+            )
+        if "paths" not in data or "format" not in data:
+            raise InvalidScanSpec("the scan spec needs 'paths' and 'format'")
+        schema_text = data.get("schema")
+        arguments = {key: data[key] for key in known - {"version", "schema"} if key in data}
+        schema = None if schema_text is None else _schema_from_text(schema_text)
+        return cls(provided_schema=schema, **arguments)
+
+    def cache_key(self) -> str:
+        """What decides the table schema: the spec without its projection and batch limits."""
+        data = self.to_dict()
+        del data["max_rows"], data["max_bytes"], data["columns"]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
+    text = value.lower() if isinstance(value, str) else value
+    if text not in allowed:
+        raise InvalidScanSpec(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    assert isinstance(text, str)
+    return text
+
+
+def _paths(paths: object) -> tuple[str, ...]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not isinstance(paths, Sequence) or not paths:
+        raise InvalidScanSpec("a scan needs at least one path or glob in paths")
+    result = []
+    for path in paths:
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidScanSpec(f"paths must be non-empty strings; got {path!r}")
+        result.append(path)
+    return tuple(result)
+
+
+def _columns(columns: object) -> tuple[str, ...] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str) or not isinstance(columns, Sequence):
+        raise InvalidScanSpec(
+            f"columns must be a list of column names, None or ['*']; got {columns!r}"
+        )
+    seen: dict[str, str] = {}
+    for name in columns:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidScanSpec(f"column names must be non-empty strings; got {name!r}")
+        if name != name.strip():
+            raise InvalidScanSpec(f"column name {name!r} has leading or trailing spaces")
+        key = name.casefold()
+        if key in seen:
+            raise InvalidScanSpec(
+                f"column '{name}' is named twice in the projection (as '{seen[key]}' too); "
+                "names are compared without case, so list each column once"
+            )
+        seen[key] = name
+        match = INDEXED_NAME.match(name)
+        if "[" in name and match is None:
+            raise InvalidScanSpec(
+                f"column '{name}' is malformed; an element is written as name[n], e.g. columns[0]"
+            )
+    result = tuple(columns)
+    return None if result == ("*",) else result
+
+
+def _schema(schema: object) -> pa.Schema | None:
+    if schema is None:
+        return None
+    if not isinstance(schema, pa.Schema):
+        raise InvalidScanSpec(
+            f"provided_schema must be a pyarrow.Schema, got {type(schema).__name__}"
+        )
+    seen: dict[str, str] = {}
+    for name in schema.names:
+        key = name.casefold()
+        if key in seen:
+            raise InvalidScanSpec(
+                f"the provided schema has column '{name}' twice (as '{seen[key]}' too); "
+                "names are compared without case"
+            )
+        seen[key] = name
+    return schema
+
+
+def _options(file_format: str, options: object) -> dict[str, str]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise InvalidScanSpec(f"options must map option names to strings; got {options!r}")
+    allowed = FORMAT_OPTIONS[file_format]
+    result = {}
+    for key, value in options.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidScanSpec(
+                f"option {key!r} = {value!r}: option names and values must be strings"
+            )
+        name = key.lower()
+        if name not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise InvalidScanSpec(
+                f"option '{key}' is not an option of the {file_format} format (options: {known})"
+            )
+        if name in _BOOLEAN_OPTIONS:
+            value = value.strip().lower()
+            if value not in ("true", "false"):
+                raise InvalidScanSpec(f"option '{key}' must be true or false, got {value!r}")
+        if name in _ONE_CHARACTER_OPTIONS and len(value) > 1:
+            raise InvalidScanSpec(
+                f"option '{key}' must be one character (or empty to turn it off), got {value!r}"
+            )
+        if name == "delimiter" and len(value) != 1:
+            raise InvalidScanSpec(f"option '{key}' must be exactly one character, got {value!r}")
+        result[name] = value
+    return result
+
+
+def _schema_to_text(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def _schema_from_text(text: object) -> pa.Schema:
+    if not isinstance(text, str):
+        raise InvalidScanSpec("the scan spec's schema must be base64 text of an Arrow IPC schema")
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
+    except (binascii.Error, pa.ArrowException, ValueError) as exc:
+        raise InvalidScanSpec(
+            f"the scan spec's schema is not base64 of an Arrow IPC schema: {exc}"
+        ) from exc
