@@ -32,22 +32,17 @@ from google.protobuf.message import Message
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError
+from connect_plugin.server.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.registry import SessionEntry
 from connect_plugin.server.session_store import now
 from connect_plugin.server.temp_tables import TempTables
-from connect_plugin.server.upstream import SessionContext, UpstreamFailed
+from connect_plugin.server.upstream import SessionContext, upstream_failure
 
 log = logging.getLogger(__name__)
 
 UPSTREAM_TIMEOUT_KEY = "spark.connect.session.manager.defaultSessionTimeout"
 SPARK_DEFAULT_SESSION_TIMEOUT_S = 3600.0
 """Spark's own default for ``UPSTREAM_TIMEOUT_KEY`` (60 minutes)."""
-SESSION_GONE_ERRORS = (
-    "INVALID_HANDLE.SESSION_NOT_FOUND",
-    "INVALID_HANDLE.SESSION_CLOSED",
-    "INVALID_HANDLE.SESSION_CHANGED",
-)
-"""Upstream error classes meaning the session the client knew is not there any more."""
 MAX_PARALLEL_PROBES = 16
 _TIME_UNITS_S = {
     "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0,
@@ -164,11 +159,14 @@ class SessionWatch:
 
     def failed(self, key: Key, error: grpc.aio.AioRpcError) -> None:
         """An upstream error of the session: some say the session is gone."""
-        details = error.details() or ""
-        gone = next((name for name in SESSION_GONE_ERRORS if name in details), None)
         entry = self._tables.registry.find(*key)
-        if gone is not None and entry is not None:
-            self._cleanup_later(entry, entry.server_side_session_id, f"the upstream said {gone}")
+        if entry is None:
+            return
+        failure = upstream_failure(error)
+        if liveness_of(failure) is Liveness.GONE:
+            self._cleanup_later(
+                entry, entry.server_side_session_id, f"the upstream said {failure.error_class}"
+            )
 
     def _cleanup_later(self, entry: SessionEntry, gone: str, reason: str) -> None:
         task = asyncio.ensure_future(self._session_gone(entry, gone, reason))
@@ -227,19 +225,16 @@ class SessionWatch:
             return
         context = SessionContext.of_stored(entry.user_id, entry.session_id)
         upstream = self._tables.upstream(context)
-        try:
-            current = await asyncio.wait_for(
-                upstream.current_server_side_session_id(), self.config.recovery_timeout_s
-            )
-        except (asyncio.TimeoutError, UpstreamFailed, ConnectPluginError) as exc:
+        known = entry.server_side_session_id
+        found = await probe(upstream, known, self.config.recovery_timeout_s)
+        if found.liveness is Liveness.UNKNOWN:
             log.debug(
                 "session %s: the upstream cannot say now whether it has it: %s",
                 entry.session_id,
-                exc,
+                found.reason,
             )
             return
-        known = entry.server_side_session_id
-        if current is None or (known and current != known):
+        if found.liveness is Liveness.GONE:
             await self._session_gone(entry, known, "the upstream no longer has it")
             return
         if not self._timeout_asked and self.config.session_idle_timeout_s <= 0:
@@ -255,7 +250,7 @@ class SessionWatch:
             value = (await self._tables.upstream(context).config([UPSTREAM_TIMEOUT_KEY])).get(
                 UPSTREAM_TIMEOUT_KEY
             )
-        except (UpstreamFailed, ConnectPluginError) as exc:
+        except ConnectPluginError as exc:
             log.info("cannot read %s from the upstream (%s)", UPSTREAM_TIMEOUT_KEY, exc)
             value = None
         seconds = spark_duration_s(value) if value else None
@@ -267,13 +262,12 @@ class SessionWatch:
         upstream = self._tables.upstream(SessionContext.of_stored(entry.user_id, entry.session_id))
         try:
             await asyncio.wait_for(upstream.release_session(), self.config.recovery_timeout_s)
-        except (asyncio.TimeoutError, UpstreamFailed, ConnectPluginError) as exc:
-            message = exc.message if isinstance(exc, UpstreamFailed) else str(exc)
-            if not any(name in message for name in SESSION_GONE_ERRORS):
+        except (asyncio.TimeoutError, ConnectPluginError) as exc:
+            if liveness_of(exc) is not Liveness.GONE:
                 log.warning(
                     "session %s: releasing it upstream failed (%s); trying again at the next sweep",
                     entry.session_id,
-                    message or type(exc).__name__,
+                    str(exc) or type(exc).__name__,
                 )
                 return
         log.info(

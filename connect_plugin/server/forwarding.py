@@ -15,7 +15,7 @@ import collections
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
@@ -24,7 +24,7 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError
-from connect_plugin.server.status import to_grpc_status
+from connect_plugin.server.status import abort_with, relay
 
 log = logging.getLogger(__name__)
 
@@ -112,21 +112,6 @@ def forwardable_metadata(
         for key, value in metadata
         if key not in _HOP_BY_HOP_METADATA and not key.startswith((":", "grpc-"))
     )
-
-
-async def relay_upstream_error(error: grpc.aio.AioRpcError, context: Any) -> NoReturn:
-    """End the client's RPC with exactly the status and trailers Spark sent."""
-    await context.abort(
-        error.code(), error.details() or "", tuple(error.trailing_metadata() or ())
-    )
-    raise AssertionError("context.abort returned")
-
-
-async def abort_with(exc: ConnectPluginError, context: Any) -> NoReturn:
-    """End the client's RPC with the status of one of our own errors."""
-    status = to_grpc_status(exc)
-    await context.abort(status.code, status.details, status.trailing_metadata)
-    raise AssertionError("context.abort returned")
 
 
 class Forwarder:
@@ -272,7 +257,7 @@ class Forwarder:
                 response: bytes = await call
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
-                await relay_upstream_error(error, context)
+                await relay(error, context)
             except asyncio.CancelledError:
                 call.cancel()
                 raise
@@ -331,7 +316,7 @@ class Forwarder:
                 await self._finish_interception(handling, name, context)
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
-                await relay_upstream_error(error, context)
+                await relay(error, context)
             finally:
                 if not call.done():
                     call.cancel()

@@ -28,11 +28,7 @@ from connect_plugin import proto
 from connect_plugin.config import Config
 from connect_plugin.errors import NotSupportedYet, TempTableError
 from connect_plugin.server import results
-from connect_plugin.server.forwarding import (
-    Interception,
-    forwardable_metadata,
-    relay_upstream_error,
-)
+from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.plans import FoundExtension, find_extensions
 from connect_plugin.server.scans import Scans, prune_counted_scans
 from connect_plugin.server.statements import (
@@ -48,7 +44,7 @@ from connect_plugin.server.statements import (
     parse_statement,
 )
 from connect_plugin.server.temp_tables import CreateRequest, ProgressSink, TempTables
-from connect_plugin.server.upstream import SessionContext, UpstreamFailed
+from connect_plugin.server.upstream import SessionContext
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
 T = TypeVar("T")
@@ -404,10 +400,7 @@ class PluginHandlers:
         self, method: str, request: spark_proto.CloneSessionRequest, context: Any
     ) -> Interception | None:
         """A clone of a session with temp tables gets its own copies of them."""
-        try:
-            response = await self.temp_tables.clone(_context(request, context), request)
-        except UpstreamFailed as exc:
-            await relay_upstream_error(exc.error, context)
+        response = await self.temp_tables.clone(_context(request, context), request)
         return None if response is None else Interception(answer=response)
 
     async def forget_session(

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from connect_plugin.errors import ConnectPluginError, WorkspaceError
+from connect_plugin.server.liveness import Liveness, probe
 from connect_plugin.server.registry import SessionEntry
 from connect_plugin.server.session_store import StoredTable, TableState
-from connect_plugin.server.upstream import SessionContext, UpstreamFailed, UpstreamSession
+from connect_plugin.server.upstream import SessionContext, UpstreamSession
 
 if TYPE_CHECKING:
     from connect_plugin.server.temp_tables import TempTables
@@ -151,11 +152,14 @@ class Recovery:
         self, entry: SessionEntry, context: SessionContext, unfinished: list[StoredTable]
     ) -> None:
         upstream = self._tables.upstream(context)
-        current = await self._ask(upstream.current_server_side_session_id())
         known = entry.server_side_session_id
-        if current is None or (known and current != known):
+        found = await probe(upstream, known, self._timeout)
+        if found.liveness is Liveness.UNKNOWN:
+            raise _Unanswered(found.reason)
+        if found.liveness is Liveness.GONE:
             self._session_gone(entry)
             return
+        current = found.server_side_session_id
         if not known:
             entry.server_side_session_id = current
             # Time 0 keeps the stored activity: recovery is not the client's activity.
@@ -201,8 +205,6 @@ class Recovery:
             return await asyncio.wait_for(call, self._timeout)
         except (TimeoutError, asyncio.TimeoutError) as exc:
             raise _Unanswered(f"no answer within {self._timeout:.0f} s") from exc
-        except UpstreamFailed as exc:
-            raise _Unanswered(exc.message) from exc
         except ConnectPluginError as exc:
             raise _Unanswered(str(exc)) from exc
 

@@ -32,7 +32,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from connect_plugin import proto
-from connect_plugin.errors import PlanError
+from connect_plugin.errors import PlanError, UpstreamFailed
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from connect_plugin.scanning.spark_source import (
     COUNT_COLUMN,
@@ -45,12 +45,7 @@ from connect_plugin.scanning.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
 from connect_plugin.server.plans import type_name_of, walk_relations
 from connect_plugin.server.statements import Name
 from connect_plugin.server.temp_tables import TempTables
-from connect_plugin.server.upstream import (
-    SessionContext,
-    UpstreamFailed,
-    UpstreamSession,
-    quote_identifier,
-)
+from connect_plugin.server.upstream import SessionContext, UpstreamSession, quote_identifier
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 

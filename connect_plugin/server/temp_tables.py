@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
 from pyspark.sql.types import StructType
@@ -33,17 +31,17 @@ from connect_plugin.errors import (
     TempTableExists,
     TempTableNotFound,
     TempTableQueryFailed,
+    UpstreamFailed,
     WorkspaceError,
 )
 from connect_plugin.server import results
+from connect_plugin.server.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.registry import SessionEntry, SessionRegistry, TempTable
 from connect_plugin.server.session_store import SessionStore, SqliteSessionStore
 from connect_plugin.server.statements import Name, check_table_name
 from connect_plugin.server.upstream import (
-    SESSION_GONE_ERRORS,
     SessionContext,
-    UpstreamFailed,
     UpstreamSession,
     literal,
     quote_identifier,
@@ -227,8 +225,8 @@ class TempTables:
                 await self.restore_view(context, replaced)
             elif undo_view:
                 await self.drop_view(context, table.name)
-        except (ConnectPluginError, UpstreamFailed) as exc:
-            if not _session_gone(exc):
+        except ConnectPluginError as exc:
+            if liveness_of(exc) is not Liveness.GONE:
                 log.warning(
                     "Temporary table [%s]: cannot undo its creation now (%s); the next start "
                     "finishes it",
@@ -290,11 +288,8 @@ class TempTables:
         known = entry.server_side_session_id
         if not known or not entry.tables:
             return
-        try:
-            current = await upstream.current_server_side_session_id()
-        except (UpstreamFailed, ConnectPluginError):
-            return
-        if current == known:
+        found = await probe(upstream, known, self.config.recovery_timeout_s)
+        if found.liveness is not Liveness.GONE:
             return
         log.info(
             "Session [%s] is a new one on the Spark Connect server; its earlier temporary "
@@ -626,7 +621,7 @@ class TempTables:
                 await self._copy_tables(source, clone, response.new_server_side_session_id)
             except BaseException as exc:
                 await _to_the_end(self._undo_clone(clone))
-                if isinstance(exc, (ConnectPluginError, UpstreamFailed)):
+                if isinstance(exc, ConnectPluginError):
                     raise TempTableError(
                         f"session [{context.session_id}] was not cloned: {exc}"
                     ) from exc
@@ -660,7 +655,7 @@ class TempTables:
         """Release a clone whose tables could not be copied, and delete what was copied."""
         try:
             await self.upstream(clone).release_session()
-        except (ConnectPluginError, UpstreamFailed) as exc:
+        except ConnectPluginError as exc:
             log.warning("session %s: releasing the failed clone failed: %s", clone.session_id, exc)
         entry = self.registry.find(clone.user_id, clone.session_id)
         self.discard(entry or SessionEntry(clone.user_id, clone.session_id))
@@ -688,20 +683,11 @@ async def _root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
     A failed write says only "Task failed while writing rows"; what the user
     can act on (no space left, permission denied) is its root cause.
     """
-    try:
-        status = rpc_status.from_call(exc.error)
-    except ValueError:  # details that contradict the status code
-        return ""
-    error_id = ""
-    for detail in status.details if status is not None else ():
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            error_id = info.metadata.get("errorId", "")
-    if not error_id:
+    if not exc.error_id:
         return ""
     try:
-        response = await upstream.error_details(error_id)
-    except (UpstreamFailed, ConnectPluginError):
+        response = await upstream.error_details(exc.error_id)
+    except ConnectPluginError:
         return ""
     errors = response.errors
     if not errors or not response.HasField("root_error_idx"):
@@ -712,12 +698,6 @@ async def _root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
         index = errors[index].cause_idx
     cause = errors[index].message
     return f" (caused by: {cause})" if cause and cause not in exc.message else ""
-
-
-def _session_gone(exc: BaseException) -> bool:
-    """The upstream session was released or expired: Spark stopped its operations itself."""
-    message = exc.message if isinstance(exc, UpstreamFailed) else str(exc)
-    return any(error in message for error in SESSION_GONE_ERRORS)
 
 
 @dataclass(frozen=True)

@@ -15,26 +15,15 @@ from typing import Any
 
 import grpc
 import pyarrow as pa
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.errors import UpstreamUnavailable
+from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"
-SESSION_GONE_ERRORS = ("INVALID_HANDLE.SESSION_NOT_FOUND", "INVALID_HANDLE.SESSION_CLOSED")
-"""How Spark says it has no such session (any more)."""
-
-
-class UpstreamFailed(Exception):
-    """Spark refused or failed a request the gateway sent on a user's behalf."""
-
-    def __init__(self, error: grpc.aio.AioRpcError) -> None:
-        self.error = error
-        super().__init__(error.details() or error.code().name)
-
-    @property
-    def message(self) -> str:
-        return str(self)
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
 @dataclass(frozen=True)
@@ -173,22 +162,16 @@ class UpstreamSession:
         response = await self._unary("Config", request, spark_proto.ConfigResponse)
         return {pair.key: pair.value if pair.HasField("value") else None for pair in response.pairs}
 
-    async def current_server_side_session_id(self) -> str | None:
-        """The upstream's server-side id of this session; ``None`` when it has no such session.
+    async def current_server_side_session_id(self) -> str:
+        """The upstream's server-side id of this session; Spark's error when it has none.
 
         Asks with a ReleaseExecute of an operation that never existed: unlike
-        most RPCs it never creates the session it names.
+        most RPCs (Interrupt and FetchErrorDetails included) it never creates
+        the session it names.
         """
         request = spark_proto.ReleaseExecuteRequest(operation_id=str(uuid.uuid4()))
         request.release_all.SetInParent()
-        try:
-            response = await self._unary(
-                "ReleaseExecute", request, spark_proto.ReleaseExecuteResponse
-            )
-        except UpstreamFailed as exc:
-            if any(error in exc.message for error in SESSION_GONE_ERRORS):
-                return None
-            raise
+        response = await self._unary("ReleaseExecute", request, spark_proto.ReleaseExecuteResponse)
         return str(response.server_side_session_id)
 
     async def release_session(self) -> None:
@@ -239,8 +222,28 @@ class UpstreamSession:
 
 
 def _failure(error: grpc.aio.AioRpcError) -> Exception:
-    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+    if error.code() in _UNREACHABLE:
         return UpstreamUnavailable(
             f"the Spark Connect server did not answer the gateway: {error.details()}"
         )
-    return UpstreamFailed(error)
+    return upstream_failure(error)
+
+
+def upstream_failure(error: grpc.aio.AioRpcError) -> UpstreamFailed:
+    """Spark's error as ``UpstreamFailed``, with the error class and id its ErrorInfo gives."""
+    error_class = error_id = ""
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:  # details that contradict the status code
+        status = None
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            error_class = info.metadata.get("errorClass", "")
+            error_id = info.metadata.get("errorId", "")
+    return UpstreamFailed(
+        error.details() or error.code().name,
+        error_class=error_class,
+        error_id=error_id,
+        status=error,
+    )

@@ -21,8 +21,10 @@ from connect_plugin.server.embedded import free_port
 from connect_plugin.server.expiry import SessionWatch, spark_duration_s
 from connect_plugin.server.session_store import StoredSession, TableState, TempTable
 from connect_plugin.server.temp_tables import TempTables
+from tests.unit.server.spark_errors import rpc_error
 
 USER = "ann"
+CHANGED = "INVALID_HANDLE.SESSION_CHANGED"
 
 
 def _config(workspace: Path, **settings: float) -> Config:
@@ -109,16 +111,9 @@ def test_unreachable_upstream_expires_and_drops_nothing_and_signals_drop_lost_se
 
             watch.responded((USER, session_ids[1]), "server-1")
             watch.responded((USER, session_ids[1]), "server-2")
-            error = grpc.aio.AioRpcError(
-                grpc.StatusCode.INTERNAL,
-                grpc.aio.Metadata(),
-                grpc.aio.Metadata(),
-                details="[INVALID_HANDLE.SESSION_CHANGED] The existing Spark server driver "
-                "instance has restarted.",
-            )
-            watch.failed((USER, session_ids[2]), error)
+            watch.failed((USER, session_ids[2]), rpc_error(CHANGED, session_ids[2]))
             # Found lost, but a CTTAS records a new upstream session before the cleanup runs.
-            watch.failed((USER, session_ids[3]), error)
+            watch.failed((USER, session_ids[3]), rpc_error(CHANGED, session_ids[3]))
             renewed = tables.registry.find(USER, session_ids[3])
             assert renewed is not None
             renewed.server_side_session_id = "server-3"
