@@ -77,6 +77,10 @@ RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
 """Called with (method name, decoded request, context) before a request is
 forwarded; raises a ``ConnectPluginError`` to refuse it."""
 
+Admission = Callable[[Message], None]
+"""Called with every decoded request before anything else sees it; raises a
+``ConnectPluginError`` to refuse it."""
+
 
 def plan_methods() -> tuple[str, ...]:
     """The service methods whose requests can hold a plan (and so plugin messages)."""
@@ -122,10 +126,12 @@ class Forwarder:
         channel: grpc.aio.Channel,
         hooks: Mapping[str, RequestHook] | None = None,
         observer: CallObserver | None = None,
+        admit: Admission | None = None,
     ):
         self._channel = channel
         self._hooks = dict(hooks or {})
         self._observer = observer
+        self._admit = admit
         self.calls: collections.Counter[str] = collections.Counter()
         self._responses: dict[str, type[Message]] = {}
 
@@ -137,7 +143,8 @@ class Forwarder:
         path = f"/{SERVICE_NAME}/{method.name}"
         decode: type[Message] | None = None
         watched = self._observer is not None
-        if (method.name in self._hooks or watched) and not method.client_streaming:
+        checked = watched or self._admit is not None
+        if (method.name in self._hooks or checked) and not method.client_streaming:
             decode = _message_class(method.input_type)
         if (
             watched
@@ -162,16 +169,25 @@ class Forwarder:
             return grpc.stream_unary_rpc_method_handler(forward)
         return grpc.unary_unary_rpc_method_handler(forward)
 
-    def _begin(
-        self, decode: type[Message] | None, request: Any
+    async def _begin(
+        self, decode: type[Message] | None, request: Any, context: Any
     ) -> tuple[Message | None, SessionKey | None]:
-        """The decoded request (None if not decoded) and the session the observer tracks."""
+        """The decoded request (None if not decoded) and the session the observer tracks.
+
+        A request the admission refuses ends here, with its status.
+        """
         if decode is None:
             return None, None
         try:
             message = decode.FromString(request)
         except DecodeError:
             return None, None  # the upstream says what is wrong with it
+        if self._admit is not None:
+            try:
+                self._admit(message)
+            except ConnectPluginError as exc:
+                log.info("refused a request: %s", exc)
+                await abort_with(exc, context)
         key = None if self._observer is None else self._observer.begin(message)
         return message, key
 
@@ -233,7 +249,7 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
-            message, key = self._begin(decode, request)
+            message, key = await self._begin(decode, request, context)
             try:
                 return await forward_call(request, message, key, context)
             finally:
@@ -276,7 +292,7 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            message, key = self._begin(decode, request)
+            message, key = await self._begin(decode, request, context)
             try:
                 async for response in forward_call(request, message, key, context):
                     yield response

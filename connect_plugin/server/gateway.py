@@ -24,6 +24,7 @@ from connect_plugin.server.channels import server_options, upstream_channel
 from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, plan_methods
 from connect_plugin.server.intercept import PluginHandlers
+from connect_plugin.server.sessions import admit_request
 from connect_plugin.server.temp_tables import TempTables
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,10 @@ class Gateway:
         handlers = PluginHandlers(self.config, self.temp_tables)
         self.watch = SessionWatch(self.config, self.temp_tables, forget=handlers.forget_session)
         self.forwarder = Forwarder(
-            self._channel, hooks=handlers.hooks(plan_methods()), observer=self.watch
+            self._channel,
+            hooks=handlers.hooks(plan_methods()),
+            observer=self.watch,
+            admit=admit_request,
         )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
