@@ -15,7 +15,7 @@ import collections
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
@@ -35,26 +35,28 @@ _HOP_BY_HOP_METADATA = frozenset(("user-agent", "te", "content-type", "grpc-acce
 _UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
 """Methods whose responses may name a server-side session other than the request's own."""
 
-SessionKey = tuple[str, str]
+Token = TypeVar("Token")
 
 
-class CallObserver(Protocol):
+class CallObserver(Protocol[Token]):
     """Sees every call that names a session: its start, end, errors and responses.
 
-    The forwarder calls it on the hot path of every RPC, so it must be cheap;
+    ``begin`` returns a token for the call (None: not watched), which the
+    forwarder hands back on every later event of the same call. The forwarder
+    calls it on the hot path of every RPC, so it must be cheap;
     ``tracks_responses`` says whether the first response of a call is worth
     decoding for ``responded``.
     """
 
-    def begin(self, request: Message) -> SessionKey | None: ...
+    def begin(self, request: Message) -> Token | None: ...
 
-    def end(self, key: SessionKey) -> None: ...
+    def end(self, token: Token) -> None: ...
 
-    def tracks_responses(self, key: SessionKey) -> bool: ...
+    def tracks_responses(self, token: Token) -> bool: ...
 
-    def responded(self, key: SessionKey, server_side_session_id: str) -> None: ...
+    def responded(self, token: Token, server_side_session_id: str) -> None: ...
 
-    def failed(self, key: SessionKey, error: grpc.aio.AioRpcError) -> None: ...
+    def failed(self, token: Token, error: grpc.aio.AioRpcError) -> None: ...
 
 
 @dataclass
@@ -125,7 +127,7 @@ class Forwarder:
         self,
         channel: grpc.aio.Channel,
         hooks: Mapping[str, RequestHook] | None = None,
-        observer: CallObserver | None = None,
+        observer: CallObserver[Any] | None = None,
         admit: Admission | None = None,
     ):
         self._channel = channel
@@ -171,7 +173,7 @@ class Forwarder:
 
     async def _begin(
         self, decode: type[Message] | None, request: Any, context: Any
-    ) -> tuple[Message | None, SessionKey | None]:
+    ) -> tuple[Message | None, Any]:
         """The decoded request (None if not decoded) and the session the observer tracks.
 
         A request the admission refuses ends here, with its status.
@@ -191,15 +193,15 @@ class Forwarder:
         key = None if self._observer is None else self._observer.begin(message)
         return message, key
 
-    def _end(self, key: SessionKey | None) -> None:
+    def _end(self, key: Any) -> None:
         if key is not None and self._observer is not None:
             self._observer.end(key)
 
-    def _failed(self, key: SessionKey | None, error: grpc.aio.AioRpcError) -> None:
+    def _failed(self, key: Any, error: grpc.aio.AioRpcError) -> None:
         if key is not None and self._observer is not None:
             self._observer.failed(key, error)
 
-    def _responded(self, key: SessionKey | None, name: str, response: bytes) -> None:
+    def _responded(self, key: Any, name: str, response: bytes) -> None:
         """Tell the observer which server-side session answered (first response only)."""
         response_type = self._responses.get(name)
         if key is None or self._observer is None or response_type is None:
@@ -256,7 +258,7 @@ class Forwarder:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, key: SessionKey | None, context: Any
+            request: Any, message: Message | None, key: Any, context: Any
         ) -> bytes:
             handling = await self._inspect(name, message, context)
             if handling is not None:
@@ -300,7 +302,7 @@ class Forwarder:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, key: SessionKey | None, context: Any
+            request: Any, message: Message | None, key: Any, context: Any
         ) -> AsyncIterator[bytes]:
             handling = await self._inspect(name, message, context)
             if handling is not None:

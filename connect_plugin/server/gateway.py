@@ -21,11 +21,19 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.channels import server_options, upstream_channel
+from connect_plugin.server.clone import Cloner
+from connect_plugin.server.create import TableCreator
 from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, plan_methods
 from connect_plugin.server.intercept import PluginHandlers
-from connect_plugin.server.sessions import admit_request
-from connect_plugin.server.temp_tables import TempTables
+from connect_plugin.server.recovery import Recovery
+from connect_plugin.server.release import SessionRelease
+from connect_plugin.server.scans import Scans
+from connect_plugin.server.session_store import SqliteSessionStore
+from connect_plugin.server.sessions import SessionRegistry, admit_request
+from connect_plugin.server.tables import Tables
+from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +53,10 @@ class Gateway:
         self._health: Any = None
         self._stopped = threading.Event()
         self.forwarder: Forwarder | None = None
-        self.temp_tables: TempTables | None = None
+        self.sessions: SessionRegistry | None = None
+        self.recovery: Recovery | None = None
         self.watch: SessionWatch | None = None
+        self._workspace_lock: WorkspaceLock | None = None
 
     @property
     def address(self) -> str:
@@ -67,11 +77,30 @@ class Gateway:
         return self
 
     async def _start(self) -> None:
-        self._channel = upstream_channel(self.config)
-        self.temp_tables = TempTables(self.config, self._channel)
-        await self.temp_tables.start()
-        handlers = PluginHandlers(self.config, self.temp_tables)
-        self.watch = SessionWatch(self.config, self.temp_tables, forget=handlers.forget_session)
+        config = self.config
+        self._channel = upstream_channel(config)
+        upstream = Upstream(self._channel)
+        workspace = Workspace(config.workspace)
+        self._workspace_lock = workspace.lock()
+        store = SqliteSessionStore(
+            config.registry_path or workspace.private_folder / REGISTRY_FILE
+        )
+        self.sessions = registry = SessionRegistry(store)
+        release = SessionRelease(registry, workspace)
+        self.recovery = Recovery(config, registry, workspace, upstream, release)
+        await self.recovery.run()
+        tables = Tables(config, registry, workspace, upstream)
+        handlers = PluginHandlers(
+            config,
+            registry,
+            upstream,
+            tables,
+            TableCreator(config, registry, workspace, upstream),
+            Cloner(registry, workspace, upstream, release),
+            release,
+            Scans(registry, tables, upstream),
+        )
+        self.watch = SessionWatch(config, registry, upstream, release)
         self.forwarder = Forwarder(
             self._channel,
             hooks=handlers.hooks(plan_methods()),
@@ -117,11 +146,17 @@ class Gateway:
         try:
             if self.watch is not None:
                 await self.watch.stop()
-            if self.temp_tables is not None:
-                await self.temp_tables.stop()
+            if self.recovery is not None:
+                await self.recovery.stop()
         finally:
-            if self._channel is not None:
-                await self._channel.close()
+            try:
+                if self.sessions is not None:
+                    self.sessions.store.close()
+            finally:
+                if self._workspace_lock is not None:
+                    self._workspace_lock.release()
+                if self._channel is not None:
+                    await self._channel.close()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the gateway has stopped; False on timeout."""

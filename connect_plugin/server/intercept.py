@@ -28,9 +28,14 @@ from connect_plugin import proto
 from connect_plugin.config import Config
 from connect_plugin.errors import NotSupportedYet, TempTableError
 from connect_plugin.server import results
+from connect_plugin.server.clone import Cloner
+from connect_plugin.server.create import TableCreator
 from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.plans import FoundExtension, find_extensions
+from connect_plugin.server.release import SessionRelease
+from connect_plugin.server.requests import CreateTempTable as CreateRequest
 from connect_plugin.server.scans import Scans, prune_counted_scans
+from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.statements import (
     CreatePersistentView,
     CreateTempTable,
@@ -43,8 +48,9 @@ from connect_plugin.server.statements import (
     Statement,
     parse_statement,
 )
-from connect_plugin.server.temp_tables import CreateRequest, ProgressSink, TempTables
-from connect_plugin.server.upstream import SessionContext
+from connect_plugin.server.tables import Tables
+from connect_plugin.server.upstream import SessionContext, Upstream
+from connect_plugin.server.writes import ProgressSink, stop_writes
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
 T = TypeVar("T")
@@ -113,11 +119,25 @@ class _SqlSite:
 class PluginHandlers:
     """The request hooks of the gateway, one per intercepted method."""
 
-    def __init__(self, config: Config, temp_tables: TempTables) -> None:
+    def __init__(
+        self,
+        config: Config,
+        registry: SessionRegistry,
+        upstream: Upstream,
+        tables: Tables,
+        creator: TableCreator,
+        cloner: Cloner,
+        release: SessionRelease,
+        scans: Scans,
+    ) -> None:
         self.config = config
-        self.temp_tables = temp_tables
-        self.scans = Scans(temp_tables)
-        self._server_side_ids: dict[str, str] = {}
+        self._registry = registry
+        self._upstream = upstream
+        self.temp_tables = tables
+        self._creator = creator
+        self._cloner = cloner
+        self._release = release
+        self.scans = scans
 
     def hooks(self, plan_methods: tuple[str, ...]) -> dict[str, Any]:
         hooks: dict[str, Any] = {name: self.refuse_plugin_messages for name in plan_methods}
@@ -177,8 +197,9 @@ class PluginHandlers:
             return False
         if "temp" in query.lower():
             return True
-        entry = self.temp_tables.registry.find(request.user_context.user_id, request.session_id)
-        return entry is not None and bool(entry.tables or entry.creating)
+        return self.temp_tables.has_tables(
+            SessionContext(request.session_id, request.user_context, ())
+        )
 
     def _guard_command(
         self, request: spark_proto.ExecutePlanRequest, context: Any
@@ -229,7 +250,7 @@ class PluginHandlers:
                 or_replace=statement.or_replace,
             )
             return self._with_progress(
-                session, request, lambda sink: self._put(site, tables.create(session, create, sink))
+                session, request, lambda sink: self._put(site, self._creator.create(session, create, sink))
             )
         if isinstance(statement, DropTable):
             known = tables.lookup(session, statement.name) or tables.being_created(
@@ -314,7 +335,7 @@ class PluginHandlers:
             )
             if sink is None:
                 return results.created(message.name, 0)
-            return await tables.create(session, create, sink)
+            return await self._creator.create(session, create, sink)
         if isinstance(message, proto.DropTempTable):
             if sink is None:
                 return results.status(True, "")
@@ -366,7 +387,9 @@ class PluginHandlers:
     def _progress_response(
         self, request: spark_proto.ExecutePlanRequest, upstream: spark_proto.ExecutePlanResponse
     ) -> spark_proto.ExecutePlanResponse:
-        self._server_side_ids[request.session_id] = upstream.server_side_session_id
+        session = self._registry.find(request.user_context.user_id, request.session_id)
+        if session is not None and not session.server_side_session_id:
+            session.server_side_session_id = upstream.server_side_session_id
         response = spark_proto.ExecutePlanResponse(
             session_id=request.session_id,
             server_side_session_id=upstream.server_side_session_id,
@@ -389,10 +412,14 @@ class PluginHandlers:
     async def release_session(
         self, method: str, request: spark_proto.ReleaseSessionRequest, context: Any
     ) -> Interception:
-        await self.temp_tables.stop_writes(_context(request, context))
+        """Stop the session's CTTAS writes, let Spark release it, then forget it."""
+        session = self._registry.open(request.user_context.user_id, request.session_id)
+        if session.writes:
+            upstream = self._upstream.session(_context(request, context))
+            await stop_writes(session, upstream, self.config.recovery_timeout_s)
 
         async def release() -> None:
-            await self.forget_session(request.user_context.user_id, request.session_id)
+            await self._release.forget(session)
 
         return Interception(finish=release)
 
@@ -400,21 +427,8 @@ class PluginHandlers:
         self, method: str, request: spark_proto.CloneSessionRequest, context: Any
     ) -> Interception | None:
         """A clone of a session with temp tables gets its own copies of them."""
-        response = await self.temp_tables.clone(_context(request, context), request)
+        response = await self._cloner.clone(_context(request, context), request)
         return None if response is None else Interception(answer=response)
-
-    async def forget_session(
-        self, user_id: str, session_id: str, server_side_session_id: str | None = None
-    ) -> bool:
-        """Drop all the gateway keeps for a session that is gone (released, expired or lost).
-
-        With ``server_side_session_id``, only if the session is still that
-        upstream session: a CTTAS may have started a new one meanwhile.
-        False when the session lives on.
-        """
-        self._server_side_ids.pop(session_id, None)
-        self.scans.forget(user_id, session_id)
-        return await self.temp_tables.release(user_id, session_id, server_side_session_id)
 
     async def release_execute(
         self, method: str, request: spark_proto.ReleaseExecuteRequest, context: Any
@@ -424,10 +438,14 @@ class PluginHandlers:
         return Interception(
             answer=spark_proto.ReleaseExecuteResponse(
                 session_id=request.session_id,
-                server_side_session_id=self._server_side_ids.get(request.session_id, ""),
+                server_side_session_id=self._server_side_session_id(request),
                 operation_id=request.operation_id,
             )
         )
+
+    def _server_side_session_id(self, request: spark_proto.ReleaseExecuteRequest) -> str:
+        session = self._registry.find(request.user_context.user_id, request.session_id)
+        return "" if session is None else session.server_side_session_id
 
     async def reattach_execute(
         self, method: str, request: spark_proto.ReattachExecuteRequest, context: Any

@@ -43,9 +43,15 @@ from connect_plugin.scanning.spark_source import (
 )
 from connect_plugin.scanning.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
 from connect_plugin.server.plans import type_name_of, walk_relations
+from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.statements import Name
-from connect_plugin.server.temp_tables import TempTables
-from connect_plugin.server.upstream import SessionContext, UpstreamSession, quote_identifier
+from connect_plugin.server.tables import Tables
+from connect_plugin.server.upstream import (
+    SessionContext,
+    Upstream,
+    UpstreamSession,
+    quote_identifier,
+)
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -69,12 +75,13 @@ _UNGROUPED = (
 class Scans:
     """Scan relations of every session, over the temp tables for ``table=`` scans."""
 
-    def __init__(self, temp_tables: TempTables) -> None:
-        self.temp_tables = temp_tables
-        self._registered: set[tuple[str, str]] = set()
+    def __init__(self, registry: SessionRegistry, tables: Tables, upstream: Upstream) -> None:
+        self._registry = registry
+        self._tables = tables
+        self._upstream = upstream
 
     async def relation(self, session: SessionContext, message: proto.Scan) -> spark_proto.Relation:
-        upstream = self.temp_tables.upstream(session)
+        upstream = self._upstream.session(session)
         spec = await self._spec(upstream, session, message)
         await self._register(upstream, session)
         pushdown = (await upstream.config([PUSHDOWN_CONF])).get(PUSHDOWN_CONF)
@@ -87,12 +94,10 @@ class Scans:
             source.options[COUNT_OPTION] = "true"
         return relation
 
-    def forget(self, user_id: str, session_id: str) -> None:
-        self._registered.discard((user_id, session_id))
-
-    async def _register(self, upstream: UpstreamSession, session: SessionContext) -> None:
-        key = (session.user_id, session.session_id)
-        if key in self._registered:
+    async def _register(self, upstream: UpstreamSession, context: SessionContext) -> None:
+        """Register the scan source in the session, once (the session remembers it)."""
+        session = self._registry.open(context.user_id, context.session_id)
+        if session.scan_source_registered:
             return
         cls = data_source_class()
         command = spark_proto.Command()
@@ -106,7 +111,7 @@ class Scans:
             await upstream.set_config({PUSHDOWN_CONF: "true"})
         except UpstreamFailed as exc:
             raise PlanError(f"registering the scan data source failed: {exc}") from exc
-        self._registered.add(key)
+        session.scan_source_registered = True
 
     async def _spec(
         self, upstream: UpstreamSession, session: SessionContext, message: proto.Scan
@@ -139,7 +144,7 @@ class Scans:
     async def _table(
         self, upstream: UpstreamSession, session: SessionContext, name: str
     ) -> _TableSource:
-        temp = self.temp_tables.lookup(session, Name((name,)))
+        temp = self._tables.lookup(session, Name((name,)))
         if temp is not None:
             struct = StructType.fromJson(json.loads(temp.schema_json))
             return _TableSource(

@@ -63,6 +63,21 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+class Upstream:
+    """The gateway's channel to the Spark Connect server, lent out per session."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.channel = channel
+
+    def session(self, context: SessionContext) -> UpstreamSession:
+        """Requests in the session of a client's call, with that call's metadata."""
+        return UpstreamSession(self.channel, context)
+
+    def stored(self, user_id: str, session_id: str) -> UpstreamSession:
+        """Requests in a session the gateway acts on by itself (expiry, recovery)."""
+        return UpstreamSession(self.channel, SessionContext.of_stored(user_id, session_id))
+
+
 class UpstreamSession:
     """Requests in one user's session over the gateway's upstream channel."""
 
