@@ -32,6 +32,7 @@ from connect_plugin.errors import (
 )
 from connect_plugin.server import results
 from connect_plugin.server.liveness import Liveness, liveness_of, probe
+from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.release import to_the_end
 from connect_plugin.server.requests import CreateTempTable
 from connect_plugin.server.session_store import TempTable
@@ -251,7 +252,8 @@ class TableCreator:
                     f"{len(schema.fields)} ({', '.join(schema.names)})"
                 )
             renamed = spark_proto.Relation()
-            renamed.to_df.input.CopyFrom(relation)
+            with deep_messages():
+                renamed.to_df.input.CopyFrom(relation)
             renamed.to_df.column_names.extend(request.column_names)
             relation = renamed
             schema = await _schema(upstream, relation, name)

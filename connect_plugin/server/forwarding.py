@@ -24,6 +24,7 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError
+from connect_plugin.server.plans import decode as decode_request
 from connect_plugin.server.status import abort_with, relay
 
 log = logging.getLogger(__name__)
@@ -180,10 +181,9 @@ class Forwarder:
         """
         if decode is None:
             return None, None
-        try:
-            message = decode.FromString(request)
-        except DecodeError:
-            return None, None  # the upstream says what is wrong with it
+        message = decode_request(decode, request)
+        if message is None:
+            return None, None  # the upstream says what is wrong with it (or that it is too deep)
         if self._admit is not None:
             try:
                 self._admit(message)

@@ -25,12 +25,26 @@ from connect_plugin.server.clone import Cloner
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, plan_methods
+from connect_plugin.server.guards import (
+    AlterViewHandler,
+    CreatePersistentViewHandler,
+    CreateTempViewHandler,
+    DropViewHandler,
+    InsertIntoHandler,
+)
+from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.release import SessionRelease
-from connect_plugin.server.scans import Scans
+from connect_plugin.server.scans import ScanHandler, Scans
 from connect_plugin.server.session_store import SqliteSessionStore
 from connect_plugin.server.sessions import SessionRegistry, admit_request
+from connect_plugin.server.table_handlers import (
+    CreateTempTableHandler,
+    DropTempTableHandler,
+    ListTempTablesHandler,
+    ReadTempTableHandler,
+)
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import Upstream
 from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
@@ -89,16 +103,13 @@ class Gateway:
         release = SessionRelease(registry, workspace)
         self.recovery = Recovery(config, registry, workspace, upstream, release)
         await self.recovery.run()
-        tables = Tables(config, registry, workspace, upstream)
         handlers = PluginHandlers(
             config,
             registry,
             upstream,
-            tables,
-            TableCreator(config, registry, workspace, upstream),
+            plugin_handlers(config, registry, workspace, upstream),
             Cloner(registry, workspace, upstream, release),
             release,
-            Scans(registry, tables, upstream),
         )
         self.watch = SessionWatch(config, registry, upstream, release)
         self.forwarder = Forwarder(
@@ -161,6 +172,27 @@ class Gateway:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the gateway has stopped; False on timeout."""
         return self._stopped.wait(timeout)
+
+
+def plugin_handlers(
+    config: Config, registry: SessionRegistry, workspace: Workspace, upstream: Upstream
+) -> HandlerRegistry:
+    """Every handler of the gateway: one per plugin message, statement and guarded command."""
+    tables = Tables(config, registry, workspace, upstream)
+    return HandlerRegistry(
+        [
+            CreateTempTableHandler(TableCreator(config, registry, workspace, upstream)),
+            DropTempTableHandler(tables),
+            ListTempTablesHandler(tables),
+            ReadTempTableHandler(tables),
+            ScanHandler(Scans(registry, tables, upstream)),
+            DropViewHandler(config, tables),
+            InsertIntoHandler(tables),
+            CreateTempViewHandler(tables),
+            CreatePersistentViewHandler(tables),
+            AlterViewHandler(tables),
+        ]
+    )
 
 
 def serve(config: Config) -> Gateway:

@@ -14,9 +14,9 @@ from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError, TempTableNotFound
 from connect_plugin.server import results
 from connect_plugin.server.release import to_the_end
+from connect_plugin.server.requests import Name
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
-from connect_plugin.server.statements import Name
 from connect_plugin.server.upstream import SessionContext, Upstream, quote_identifier
 from connect_plugin.server.views import drop_view
 from connect_plugin.server.workspace import Workspace
@@ -48,10 +48,6 @@ class Tables:
         """Whether a CTTAS of ``name`` is under way in the session (a DROP must wait for it)."""
         session = self._registry.find(context.user_id, context.session_id)
         return session is not None and session.creating[name.name.lower()] > 0
-
-    def has_tables(self, context: SessionContext) -> bool:
-        session = self._registry.find(context.user_id, context.session_id)
-        return session is not None and bool(session.tables or session.creating)
 
     @property
     def _workspace_name(self) -> str:
@@ -89,7 +85,7 @@ class Tables:
         self._workspace.remove(table.location)
         self._registry.remove([table])
 
-    def listing(self, context: SessionContext) -> spark_proto.Relation:
+    async def listing(self, context: SessionContext) -> spark_proto.Relation:
         session = self._registry.find(context.user_id, context.session_id)
         tables = [] if session is None else sorted(session.tables.values(), key=lambda t: t.key)
         rows = [
@@ -97,8 +93,8 @@ class Tables:
         ]
         return results.result_relation(results.LIST_COLUMNS, rows)
 
-    def read(self, context: SessionContext, name: str) -> spark_proto.Relation:
-        table = self.lookup(context, Name((name,)))
+    async def read(self, context: SessionContext, name: Name) -> spark_proto.Relation:
+        table = self.lookup(context, name)
         if table is None:
             raise TempTableNotFound(
                 f"Temporary table [{name}] not found in this session; SHOW TEMPORARY TABLES "

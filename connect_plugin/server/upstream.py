@@ -20,6 +20,7 @@ from grpc_status import rpc_status
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
+from connect_plugin.server.plans import deep_messages
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"
@@ -95,9 +96,10 @@ class UpstreamSession:
         self, plan: spark_proto.Plan, *, operation_id: str | None = None
     ) -> AsyncIterator[spark_proto.ExecutePlanResponse]:
         """Run ``plan`` (as ``operation_id`` if given) and yield every response Spark sends."""
-        request = spark_proto.ExecutePlanRequest(
-            plan=plan, operation_id=operation_id or str(uuid.uuid4())
-        )
+        with deep_messages():
+            request = spark_proto.ExecutePlanRequest(
+                plan=plan, operation_id=operation_id or str(uuid.uuid4())
+            )
         self._stamp(request)
         call = self._channel.unary_stream(
             _SERVICE + "ExecutePlan",
@@ -119,7 +121,9 @@ class UpstreamSession:
         return [response async for response in self.execute(plan)]
 
     async def command(self, command: spark_proto.Command) -> list[spark_proto.ExecutePlanResponse]:
-        return await self.run(spark_proto.Plan(command=command))
+        with deep_messages():
+            plan = spark_proto.Plan(command=command)
+        return await self.run(plan)
 
     async def rows(self, relation: spark_proto.Relation) -> list[dict[str, object]]:
         """The rows of a (small) relation, as dicts."""
@@ -159,7 +163,8 @@ class UpstreamSession:
 
     async def schema(self, relation: spark_proto.Relation) -> spark_proto.DataType:
         request = spark_proto.AnalyzePlanRequest()
-        request.schema.plan.root.CopyFrom(relation)
+        with deep_messages():
+            request.schema.plan.root.CopyFrom(relation)
         response = await self.analyze(request)
         schema: spark_proto.DataType = response.schema.schema
         return schema

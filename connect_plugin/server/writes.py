@@ -23,6 +23,7 @@ from connect_plugin.errors import (
     UpstreamFailed,
 )
 from connect_plugin.server.liveness import Liveness, liveness_of
+from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session
 from connect_plugin.server.upstream import UpstreamSession, literal
@@ -48,24 +49,25 @@ async def write_files(
 ) -> int:
     """Write ``relation`` into the table's folder as ``operation_id``; the rows written."""
     metric = f"connect_plugin_{uuid.uuid4().hex}"
-    observed = spark_proto.Relation()
-    observed.collect_metrics.input.CopyFrom(relation)
-    observed.collect_metrics.name = metric
-    count = observed.collect_metrics.metrics.add()
-    count.alias.name.append(_ROWS_METRIC)
-    count.alias.expr.unresolved_function.function_name = "count"
-    count.alias.expr.unresolved_function.arguments.append(literal(1))
-    command = spark_proto.Command()
-    write = command.write_operation
-    write.input.CopyFrom(observed)
-    write.source = table.format
-    write.path = str(table.location)
-    write.mode = spark_proto.WriteOperation.SaveMode.SAVE_MODE_ERROR_IF_EXISTS
-    write.partitioning_columns.extend(partition_columns)
-    write.options.update(options)
+    with deep_messages():
+        observed = spark_proto.Relation()
+        observed.collect_metrics.input.CopyFrom(relation)
+        observed.collect_metrics.name = metric
+        count = observed.collect_metrics.metrics.add()
+        count.alias.name.append(_ROWS_METRIC)
+        count.alias.expr.unresolved_function.function_name = "count"
+        count.alias.expr.unresolved_function.arguments.append(literal(1))
+        command = spark_proto.Command()
+        write = command.write_operation
+        write.input.CopyFrom(observed)
+        write.source = table.format
+        write.path = str(table.location)
+        write.mode = spark_proto.WriteOperation.SaveMode.SAVE_MODE_ERROR_IF_EXISTS
+        write.partitioning_columns.extend(partition_columns)
+        write.options.update(options)
+        plan = spark_proto.Plan(command=command)
     rows: int | None = None
     try:
-        plan = spark_proto.Plan(command=command)
         async for response in upstream.execute(plan, operation_id=operation_id):
             if response.HasField("execution_progress"):
                 progress(response)
