@@ -169,6 +169,14 @@ class UpstreamSession:
         schema: spark_proto.DataType = response.schema.schema
         return schema
 
+    async def same_semantics(self, first: spark_proto.Relation, second: spark_proto.Relation) -> bool:
+        """Whether Spark resolves both relations to the same result (its ``sameSemantics``)."""
+        request = spark_proto.AnalyzePlanRequest()
+        request.same_semantics.target_plan.root.CopyFrom(first)
+        request.same_semantics.other_plan.root.CopyFrom(second)
+        response = await self.analyze(request)
+        return bool(response.same_semantics.result)
+
     async def set_config(self, pairs: Mapping[str, str]) -> None:
         request = spark_proto.ConfigRequest()
         for key, value in pairs.items():

@@ -10,6 +10,7 @@ acts on the whole request; no other session's data is touched.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,63 @@ def test_two_plugin_relations_that_change_tables_in_one_request_are_refused(
     assert "[second]" in str(raised.value)
     assert temp_table_names(spark) == []
     assert table_folders(workspace, spark) == []
+
+
+@pytest.fixture
+def permanent(spark: SparkSession) -> Iterator[str]:
+    name = f"perm_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE default.{name} USING parquet AS SELECT 'permanent' AS c")
+    yield name
+    spark.sql(f"DROP TABLE IF EXISTS default.{name}")
+
+
+def test_a_view_dropped_behind_the_gateways_back_is_reported_and_cleaned_up(
+    spark: SparkSession, workspace: Path, permanent: str
+) -> None:
+    spark.sql(f"CREATE TEMPORARY TABLE {permanent} AS SELECT 'temporary' AS c")
+    assert connect_plugin.temp_table(spark, permanent).first().c == "temporary"  # type: ignore[union-attr]
+    spark.sql(f"EXECUTE IMMEDIATE 'DROP VIEW {permanent}'")
+    with pytest.raises(AnalysisException, match="TEMP_TABLE_NOT_FOUND") as raised:
+        connect_plugin.temp_table(spark, permanent).collect()
+    assert "dropped or replaced outside the gateway" in str(raised.value)
+    assert temp_table_names(spark) == []
+    assert table_folders(workspace, spark) == []
+    assert spark.table(permanent).first().c == "permanent"  # type: ignore[union-attr]
+
+
+def test_a_view_replaced_behind_the_gateways_back_is_never_read_as_the_table(
+    spark: SparkSession, workspace: Path, permanent: str
+) -> None:
+    spark.sql(f"CREATE TEMPORARY TABLE {permanent} AS SELECT 'temporary' AS c")
+    spark.sql(f"EXECUTE IMMEDIATE 'CREATE OR REPLACE TEMP VIEW {permanent} AS SELECT 1 AS c'")
+    with pytest.raises(AnalysisException, match="TEMP_TABLE_NOT_FOUND"):
+        connect_plugin.temp_table(spark, permanent).collect()
+    assert temp_table_names(spark) == []
+    assert table_folders(workspace, spark) == []
+
+
+def test_listing_reports_a_table_whose_view_went_behind_the_gateways_back(
+    spark: SparkSession, workspace: Path
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE gone_view AS SELECT 1 AS x")
+    spark.sql("CREATE TEMPORARY TABLE kept AS SELECT 2 AS x")
+    spark.sql("EXECUTE IMMEDIATE 'DROP VIEW gone_view'")
+    assert temp_table_names(spark) == ["kept"]
+    assert len(table_folders(workspace, spark)) == 1
+
+
+def test_catalog_and_sql_ways_around_drop_table_keep_the_registry_in_step(
+    spark: SparkSession, workspace: Path, permanent: str
+) -> None:
+    spark.sql(f"CREATE TEMPORARY TABLE {permanent} AS SELECT 'temporary' AS c")
+    with pytest.raises(AnalysisException, match=r"is not a VIEW but a temporary table"):
+        spark.catalog.dropTempView(permanent)
+    for statement in (f"ALTER VIEW {permanent} AS SELECT 1 AS c", f"ALTER TABLE {permanent} RENAME TO x"):
+        with pytest.raises(AnalysisException, match=r"is a temporary table of this session"):
+            spark.sql(statement).collect()
+    assert connect_plugin.temp_table(spark, permanent).first().c == "temporary"  # type: ignore[union-attr]
+    result = spark.sql(f"DROP TABLE IDENTIFIER('{permanent}')").collect()
+    assert [tuple(r) for r in result] == [(True, f"Temporary table [{permanent}] dropped")]
+    assert temp_table_names(spark) == []
+    assert table_folders(workspace, spark) == []
+    assert spark.table(permanent).first().c == "permanent"  # type: ignore[union-attr]
