@@ -22,6 +22,7 @@ from pyspark.sql.connect import proto as spark_proto
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import temp_table_names
+from tests.unit.server.wire import nested_projections
 
 LOOP = 60
 DEEPEST_LOOP = 300
@@ -58,16 +59,7 @@ def test_a_plan_deeper_than_spark_accepts_is_refused_by_spark_and_the_gateway_se
 ) -> None:
     request = spark_proto.ExecutePlanRequest(session_id=str(uuid.uuid4()))
     request.user_context.user_id = "deep"
-    payload = spark_proto.Relation(range=spark_proto.Range(end=1)).SerializeToString()
-    project = spark_proto.Relation.DESCRIPTOR.fields_by_name["project"].number
-    child = spark_proto.Project.DESCRIPTOR.fields_by_name["input"].number
-    for _ in range(HOSTILE_DEPTH):
-        payload = _field(project, _field(child, payload))
-    plan = spark_proto.Plan.DESCRIPTOR.fields_by_name["root"].number
-    wire = request.SerializeToString() + _field(
-        spark_proto.ExecutePlanRequest.DESCRIPTOR.fields_by_name["plan"].number,
-        _field(plan, payload),
-    )
+    wire = nested_projections(HOSTILE_DEPTH, request)
     with grpc.insecure_channel(f"127.0.0.1:{gateway.port}") as channel:
         call = channel.unary_stream(
             "/spark.connect.SparkConnectService/ExecutePlan",
@@ -78,20 +70,6 @@ def test_a_plan_deeper_than_spark_accepts_is_refused_by_spark_and_the_gateway_se
             list(call(wire, timeout=60))
     assert raised.value.code() != grpc.StatusCode.UNAVAILABLE, raised.value
     assert spark.range(3).count() == 3
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field, built by hand (no encoder nests this deep)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def test_plugin_relations_in_each_others_input(spark: SparkSession, tmp_path: Path) -> None:

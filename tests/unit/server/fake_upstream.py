@@ -14,8 +14,9 @@ start and never sleep.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,6 +198,23 @@ def _handlers(spark: FakeSpark) -> grpc.GenericRpcHandler:
         response_serializer=lambda message: message.SerializeToString(),
     )
     return grpc.method_handlers_generic_handler(SERVICE, methods)
+
+
+Scenario = Callable[[FakeSpark, grpc.aio.Channel], Awaitable[None]]
+
+
+def run_against_fake(scenario: Scenario) -> None:
+    """Run ``scenario`` on a new event loop with a fake upstream and a channel to it."""
+
+    async def main() -> None:
+        async with FakeUpstream() as spark:
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{spark.port}")
+            try:
+                await scenario(spark, channel)
+            finally:
+                await channel.close()
+
+    asyncio.run(main())
 
 
 class FakeUpstream:

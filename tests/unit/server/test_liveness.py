@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 
 import grpc
 import pytest
@@ -15,23 +13,11 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
 from connect_plugin.server.liveness import Liveness, Probe, liveness_of, probe
 from connect_plugin.server.upstream import SessionContext, UpstreamSession, upstream_failure
-from tests.unit.server.fake_upstream import FakeSpark, FakeUpstream
+from tests.unit.server.fake_upstream import FakeSpark, run_against_fake
 from tests.unit.server.spark_errors import load
 
 USER = "ann"
 TIMEOUT_S = 5.0
-
-
-def _run(scenario: Callable[[FakeSpark, grpc.aio.Channel], Awaitable[None]]) -> None:
-    async def main() -> None:
-        async with FakeUpstream() as spark:
-            channel = grpc.aio.insecure_channel(f"127.0.0.1:{spark.port}")
-            try:
-                await scenario(spark, channel)
-            finally:
-                await channel.close()
-
-    asyncio.run(main())
 
 
 def _upstream(channel: grpc.aio.Channel, session_id: str) -> UpstreamSession:
@@ -80,7 +66,7 @@ def test_probe_answers_alive_gone_and_unknown() -> None:
         down = await probe(_upstream(channel, live), server_side, TIMEOUT_S)
         assert down.liveness is Liveness.UNKNOWN
 
-    _run(scenario)
+    run_against_fake(scenario)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +113,7 @@ def test_each_recorded_error_reaches_the_gateway_with_its_class(
         assert failure.error_class == error_class
         assert liveness_of(failure) is expected
 
-    _run(scenario)
+    run_against_fake(scenario)
 
 
 def _rpc_error(message: str, error_class: str | None) -> grpc.aio.AioRpcError:

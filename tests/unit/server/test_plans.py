@@ -31,6 +31,7 @@ from connect_plugin.server.table_handlers import (
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import Upstream
 from connect_plugin.server.workspace import Workspace
+from tests.unit.server.wire import nested_projections
 
 SESSION = "3d4a2c9e-1b7f-4c55-8a0e-5f6b7c8d9e0f"
 _TABLES = cast(Tables, None)
@@ -62,46 +63,21 @@ def _execute(root: relations_pb2.Relation) -> base_pb2.ExecutePlanRequest:
     return request
 
 
-def _projects(levels: int) -> bytes:
-    """An ExecutePlanRequest of ``levels`` nested projections, built on the wire."""
-
-    def field(number: int, payload: bytes) -> bytes:
-        return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-    payload = relations_pb2.Relation(range=relations_pb2.Range(end=1)).SerializeToString()
-    project = relations_pb2.Relation.DESCRIPTOR.fields_by_name["project"].number
-    child = relations_pb2.Project.DESCRIPTOR.fields_by_name["input"].number
-    for _ in range(levels):
-        payload = field(project, field(child, payload))
-    root = base_pb2.Plan.DESCRIPTOR.fields_by_name["root"].number
-    plan = base_pb2.ExecutePlanRequest.DESCRIPTOR.fields_by_name["plan"].number
-    return field(plan, field(root, payload))
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def test_plans_as_deep_as_spark_accepts_decode_and_deeper_ones_do_not() -> None:
     deepest = (MAX_PLAN_DEPTH - 4) // 2  # request, plan, root and range around them
-    decoded = decode(base_pb2.ExecutePlanRequest, _projects(deepest))
+    decoded = decode(base_pb2.ExecutePlanRequest, nested_projections(deepest))
     assert decoded is not None
     relation, levels = decoded.plan.root, 0
     while relation.HasField("project"):
         relation, levels = relation.project.input, levels + 1
     assert levels == deepest
-    assert decode(base_pb2.ExecutePlanRequest, _projects(deepest + 1)) is None
-    assert decode(base_pb2.ExecutePlanRequest, _projects(40_000)) is None, "refused unread"
+    assert decode(base_pb2.ExecutePlanRequest, nested_projections(deepest + 1)) is None
+    assert decode(base_pb2.ExecutePlanRequest, nested_projections(40_000)) is None, "refused unread"
 
 
 def test_the_depth_of_malformed_bytes_is_none() -> None:
     descriptor = base_pb2.ExecutePlanRequest.DESCRIPTOR
-    whole = _projects(3)
+    whole = nested_projections(3)
     assert nesting_depth(whole, descriptor, MAX_PLAN_DEPTH) == 10
     assert nesting_depth(whole[:-1], descriptor, MAX_PLAN_DEPTH) is None
     assert nesting_depth(b"\xff", descriptor, MAX_PLAN_DEPTH) is None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 
 import grpc
 import pytest
@@ -13,22 +12,10 @@ from connect_plugin.server import writes
 from connect_plugin.server.release import to_the_end
 from connect_plugin.server.upstream import SessionContext, UpstreamSession
 from connect_plugin.server.writes import stop_write
-from tests.unit.server.fake_upstream import FakeSpark, FakeUpstream, Operation
+from tests.unit.server.fake_upstream import FakeSpark, Operation, run_against_fake
 
 USER = "cy"
 TIMEOUT_S = 5.0
-
-
-def _run(scenario: Callable[[FakeSpark, grpc.aio.Channel], Awaitable[None]]) -> None:
-    async def main() -> None:
-        async with FakeUpstream() as spark:
-            channel = grpc.aio.insecure_channel(f"127.0.0.1:{spark.port}")
-            try:
-                await scenario(spark, channel)
-            finally:
-                await channel.close()
-
-    asyncio.run(main())
 
 
 def test_a_running_write_is_interrupted_and_awaited(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,7 +30,7 @@ def test_a_running_write_is_interrupted_and_awaited(monkeypatch: pytest.MonkeyPa
         assert operation_id not in spark.operations
         assert spark.called("Interrupt") == [session_id]
 
-    _run(scenario)
+    run_against_fake(scenario)
 
 
 def test_a_write_of_a_session_spark_no_longer_has_is_not_interrupted() -> None:
@@ -55,7 +42,7 @@ def test_a_write_of_a_session_spark_no_longer_has_is_not_interrupted() -> None:
         assert spark.called("Interrupt") == [], "Interrupt would recreate the session"
         assert (USER, released) not in spark.sessions
 
-    _run(scenario)
+    run_against_fake(scenario)
 
 
 def test_undo_finishes_although_the_caller_is_cancelled_twice() -> None:
