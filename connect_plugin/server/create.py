@@ -260,7 +260,9 @@ class TableCreator:
         return _Source(relation, schema)
 
 
-async def _schema(upstream: UpstreamSession, relation: spark_proto.Relation, name: str) -> StructType:
+async def _schema(
+    upstream: UpstreamSession, relation: spark_proto.Relation, name: str
+) -> StructType:
     try:
         data_type = proto_schema_to_pyspark_data_type(await upstream.schema(relation))
     except UpstreamFailed as exc:

@@ -123,7 +123,9 @@ class Dispatcher:
                 raise PlanError(
                     f"plugin relations nest deeper than {MAX_PLUGIN_NESTING} inside each other"
                 )
-            inner = [w for r in request.inputs() for w in self.plugin_work(r, session_id, depth + 1)]
+            inner = [
+                w for r in request.inputs() for w in self.plugin_work(r, session_id, depth + 1)
+            ]
             works.append(Work(extension.holder, extension.type_name, request, inner))  # type: ignore[arg-type]
         return works
 
@@ -148,7 +150,9 @@ class Dispatcher:
             found.append(extension)
         return found
 
-    async def statement(self, request: spark_proto.ExecutePlanRequest, site: SqlSite) -> Request | None:
+    async def statement(
+        self, request: spark_proto.ExecutePlanRequest, site: SqlSite
+    ) -> Request | None:
         """The gateway's SQL statement at the root of the plan, if it holds one."""
         text = site.relation.query
         if not text:
@@ -190,4 +194,3 @@ class Dispatcher:
             replace_node(work.holder, outcome.result)
             outcomes.append(outcome)
         return outcomes
-

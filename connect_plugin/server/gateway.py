@@ -162,7 +162,7 @@ class Gateway:
         finally:
             try:
                 if self.sessions is not None:
-                    self.sessions.store.close()
+                    self.sessions.close()
             finally:
                 if self._workspace_lock is not None:
                     self._workspace_lock.release()

@@ -88,9 +88,7 @@ class PluginHandlers:
     ) -> Interception | None:
         works = self._dispatch.plugin_work(request, request.session_id)
         if works:
-            raise NotSupportedYet(
-                f"[{works[0].type_name}] cannot be used in a {method} request"
-            )
+            raise NotSupportedYet(f"[{works[0].type_name}] cannot be used in a {method} request")
         return None
 
     async def execute_plan(

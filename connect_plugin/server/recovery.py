@@ -209,9 +209,7 @@ class Recovery:
     def _sweep(self) -> None:
         """Delete session folders nobody owns and table folders no row names."""
         live = {session.session_id for session in self._registry.sessions()}
-        rows = {
-            (row.session_id, row.table.location.name) for row in self._registry.store.load().tables
-        }
+        rows = {(row.session_id, row.table.location.name) for row in self._registry.table_rows()}
         for session_id in self._workspace.session_ids():
             try:
                 if session_id not in live:

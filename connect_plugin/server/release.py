@@ -67,9 +67,7 @@ class SessionRelease:
             try:
                 self._workspace.remove_session(session.session_id)
             except WorkspaceError:
-                log.exception(
-                    "session %s: its folder stays for the next start", session.session_id
-                )
+                log.exception("session %s: its folder stays for the next start", session.session_id)
                 return False
         if session.stored:
             self._registry.remove_session(session)

@@ -43,6 +43,7 @@ from connect_plugin.server.session_store import (
     SessionStore,
     Snapshot,
     StoredSession,
+    StoredTable,
     TableState,
     TempTable,
     now,
@@ -141,6 +142,9 @@ class SessionRegistry:
         self.store = store
         self._sessions: dict[SessionKey, Session] = {}
 
+    def close(self) -> None:
+        self.store.close()
+
     def __len__(self) -> int:
         return len(self._sessions)
 
@@ -156,6 +160,10 @@ class SessionRegistry:
             if row.state is TableState.READY:
                 self.open(row.user_id, row.session_id).tables[row.table.key] = row.table
         return snapshot
+
+    def table_rows(self) -> tuple[StoredTable, ...]:
+        """Every table row the store holds, whatever its state."""
+        return self.store.load().tables
 
     def open(self, user_id: str, session_id: str) -> Session:
         """The session's object, made when the gateway had none for it."""
@@ -244,7 +252,9 @@ class SessionRegistry:
         """Record a table as ``creating`` before anything of it exists."""
         if server_side_session_id:
             session.server_side_session_id = server_side_session_id
-        stored = StoredSession(session.user_id, session.session_id, session.server_side_session_id, now())
+        stored = StoredSession(
+            session.user_id, session.session_id, session.server_side_session_id, now()
+        )
         self.store.add_table(stored, table, TableState.CREATING, operation_id)
         session.stored = True
 

@@ -170,7 +170,7 @@ class ListTempTablesHandler(Handler[ListTempTables]):
         return ListTempTables()
 
     async def analyze(self, call: Call, request: ListTempTables) -> Outcome:
-        return Outcome(await self._tables.listing(call.context))
+        return Outcome(results.result_relation(results.LIST_COLUMNS, []))
 
     async def execute(self, call: Call, request: ListTempTables) -> Outcome:
         return Outcome(await self._tables.listing(call.context))
@@ -188,7 +188,7 @@ class ReadTempTableHandler(Handler[ReadTempTable]):
         return ReadTempTable(Name((message.name,)))
 
     async def analyze(self, call: Call, request: ReadTempTable) -> Outcome:
-        return Outcome(await self._tables.read(call.context, request.name))
+        return Outcome(self._tables.files(call.context, request.name))
 
     async def execute(self, call: Call, request: ReadTempTable) -> Outcome:
         return Outcome(await self._tables.read(call.context, request.name))

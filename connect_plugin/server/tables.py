@@ -125,6 +125,19 @@ class Tables:
         ]
         return results.result_relation(results.LIST_COLUMNS, rows)
 
+    def files(self, context: SessionContext, name: Name) -> spark_proto.Relation:
+        """A read of the table's files, unchecked (for analysis: the schema is theirs)."""
+        return files_relation(self._existing(context, name))
+
+    def _existing(self, context: SessionContext, name: Name) -> TempTable:
+        table = self.lookup(context, name)
+        if table is None:
+            raise TempTableNotFound(
+                f"Temporary table [{name}] not found in this session; SHOW TEMPORARY "
+                "TABLES lists the ones it has"
+            )
+        return table
+
     async def read(self, context: SessionContext, name: Name) -> spark_proto.Relation:
         """A read of the table's files, once its name is known to still mean them.
 
@@ -133,12 +146,7 @@ class Tables:
         """
         upstream = self._upstream.session(context)
         while True:
-            table = self.lookup(context, name)
-            if table is None:
-                raise TempTableNotFound(
-                    f"Temporary table [{name}] not found in this session; SHOW TEMPORARY "
-                    "TABLES lists the ones it has"
-                )
+            table = self._existing(context, name)
             if await self._view_is_table(upstream, table):
                 return files_relation(table)
             if await self._out_of_step(context, table):

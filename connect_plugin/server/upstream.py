@@ -169,7 +169,9 @@ class UpstreamSession:
         schema: spark_proto.DataType = response.schema.schema
         return schema
 
-    async def same_semantics(self, first: spark_proto.Relation, second: spark_proto.Relation) -> bool:
+    async def same_semantics(
+        self, first: spark_proto.Relation, second: spark_proto.Relation
+    ) -> bool:
         """Whether Spark resolves both relations to the same result (its ``sameSemantics``)."""
         request = spark_proto.AnalyzePlanRequest()
         request.same_semantics.target_plan.root.CopyFrom(first)

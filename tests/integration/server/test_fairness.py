@@ -64,8 +64,10 @@ def test_a_huge_statement_does_not_stall_another_client(
             latencies.append(time.perf_counter() - began)
         sender.join(120)
         worst = max(latencies, default=0.0)
-        print(f"{len(statement) / 1e6:.1f} MB statement: the other client's worst latency "
-              f"{worst * 1e3:.0f} ms over {len(latencies)} queries")
+        print(
+            f"{len(statement) / 1e6:.1f} MB statement: the other client's worst latency "
+            f"{worst * 1e3:.0f} ms over {len(latencies)} queries"
+        )
         assert worst < LATENCY_BOUND_S
     finally:
         other.stop()

@@ -70,7 +70,9 @@ def test_sessions_spark_forgot_are_forgotten_by_the_gateway(
     assert gateway.sessions.find(*vanished[1]) is None, "a failed CTTAS leaves nothing behind"
 
     for _user_id, session_id in vanished:
-        at_spark = SparkSession.builder.remote(f"{upstream.address}/;session_id={session_id}").create()
+        at_spark = SparkSession.builder.remote(
+            f"{upstream.address}/;session_id={session_id}"
+        ).create()
         at_spark.stop()
     wait_until(
         lambda: all(gateway.sessions.find(*key) is None for key in vanished),

@@ -253,7 +253,10 @@ def test_catalog_and_sql_ways_around_drop_table_keep_the_registry_in_step(
     spark.sql(f"CREATE TEMPORARY TABLE {permanent} AS SELECT 'temporary' AS c")
     with pytest.raises(AnalysisException, match=r"is not a VIEW but a temporary table"):
         spark.catalog.dropTempView(permanent)
-    for statement in (f"ALTER VIEW {permanent} AS SELECT 1 AS c", f"ALTER TABLE {permanent} RENAME TO x"):
+    for statement in (
+        f"ALTER VIEW {permanent} AS SELECT 1 AS c",
+        f"ALTER TABLE {permanent} RENAME TO x",
+    ):
         with pytest.raises(AnalysisException, match=r"is a temporary table of this session"):
             spark.sql(statement).collect()
     assert connect_plugin.temp_table(spark, permanent).first().c == "temporary"  # type: ignore[union-attr]

@@ -119,9 +119,7 @@ def test_each_recorded_error_reaches_the_gateway_with_its_class(
 def _rpc_error(message: str, error_class: str | None) -> grpc.aio.AioRpcError:
     status = status_pb2.Status(code=code_pb2.INTERNAL, message=message)
     if error_class is not None:
-        status.details.add().Pack(
-            error_details_pb2.ErrorInfo(metadata={"errorClass": error_class})
-        )
+        status.details.add().Pack(error_details_pb2.ErrorInfo(metadata={"errorClass": error_class}))
     built = rpc_status.to_status(status)
     return grpc.aio.AioRpcError(
         built.code, grpc.aio.Metadata(), grpc.aio.Metadata(*built.trailing_metadata), message
