@@ -46,6 +46,13 @@ class Work:
 class SqlSite:
     """Where a plan holds SQL text: a SqlCommand or a root SQL relation."""
 
+    @classmethod
+    def of(cls, plan: spark_proto.Plan) -> SqlSite | None:
+        """The plan's SQL site, when it has one."""
+        if plan.HasField("command"):
+            return cls(plan) if plan.command.HasField("sql_command") else None
+        return cls(plan) if plan.HasField("root") and plan.root.HasField("sql") else None
+
     def __init__(self, plan: spark_proto.Plan) -> None:
         self.plan = plan
         self.command = plan.HasField("command") and plan.command.HasField("sql_command")
@@ -151,9 +158,11 @@ class Dispatcher:
         return found
 
     async def statement(
-        self, request: spark_proto.ExecutePlanRequest, site: SqlSite
+        self, request: spark_proto.ExecutePlanRequest, site: SqlSite | None
     ) -> Request | None:
         """The gateway's SQL statement at the root of the plan, if it holds one."""
+        if site is None:
+            return None
         text = site.relation.query
         if not text:
             return None

@@ -35,7 +35,7 @@ from connect_plugin.errors import ConnectPluginError
 from connect_plugin.server.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.session_store import now
-from connect_plugin.server.sessions import Lifecycle, Session, SessionRegistry
+from connect_plugin.server.sessions import Lifecycle, Session, SessionKey, SessionRegistry
 from connect_plugin.server.upstream import Upstream, upstream_failure
 
 log = logging.getLogger(__name__)
@@ -97,24 +97,27 @@ class SessionWatch:
 
     # The forwarder's side: called for every call, so kept to dict updates.
 
-    def begin(self, request: Message) -> Session | None:
+    def begin(self, request: Message) -> SessionKey | None:
         session_id = getattr(request, "session_id", "")
         if not session_id:
             return None
         user_context = getattr(request, "user_context", None)
-        user_id = user_context.user_id if user_context is not None else ""
-        return self._registry.begin_call(user_id, session_id)
+        key = (user_context.user_id if user_context is not None else "", session_id)
+        self._registry.begin_call(key)
+        return key
 
-    def end(self, session: Session) -> None:
-        self._registry.end_call(session)
+    def end(self, key: SessionKey) -> None:
+        self._registry.end_call(key)
 
-    def tracks_responses(self, session: Session) -> bool:
+    def tracks_responses(self, key: SessionKey) -> bool:
         """Whether responses of this session are worth decoding (it has temp tables)."""
-        return session.stored
+        session = self._registry.find(*key)
+        return session is not None and session.stored
 
-    def responded(self, session: Session, server_side_session_id: str) -> None:
+    def responded(self, key: SessionKey, server_side_session_id: str) -> None:
         """A response of the session: another server-side session means the old one is gone."""
-        if not server_side_session_id or session.state is Lifecycle.GONE:
+        session = self._registry.find(*key)
+        if session is None or not server_side_session_id:
             return
         known = session.server_side_session_id
         if not known:
@@ -126,9 +129,10 @@ class SessionWatch:
                 f"the upstream answered from a new server-side session {server_side_session_id}",
             )
 
-    def failed(self, session: Session, error: grpc.aio.AioRpcError) -> None:
+    def failed(self, key: SessionKey, error: grpc.aio.AioRpcError) -> None:
         """An upstream error of the session: some say the session is gone."""
-        if not session.holds_state():
+        session = self._registry.find(*key)
+        if session is None or not session.holds_state():
             return
         failure = upstream_failure(error)
         if liveness_of(failure) is Liveness.GONE:
@@ -191,7 +195,7 @@ class SessionWatch:
 
     async def _check(self, session: Session, at: float) -> None:
         self._registry.record_activity(session)
-        if session.in_flight > 0:
+        if self._registry.in_flight(session) > 0:
             return
         known = session.server_side_session_id
         upstream = self._upstream.stored(session.user_id, session.session_id)
@@ -212,7 +216,7 @@ class SessionWatch:
             self._timeout_asked = True
             await self._read_upstream_timeout(session)
         idle = at - session.last_activity
-        if idle >= self.timeout_s and session.in_flight == 0:
+        if idle >= self.timeout_s and self._registry.in_flight(session) == 0:
             await self._expire(session, idle)
 
     async def _read_upstream_timeout(self, session: Session) -> None:

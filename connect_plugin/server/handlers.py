@@ -91,6 +91,9 @@ class Handler(Generic[R]):
         raise NotImplementedError
 
 
+_BASE_FROM_PLAN = Handler.from_plan.__func__  # type: ignore[attr-defined]
+
+
 class HandlerRegistry:
     """The gateway's handlers, looked up by request type, message type and SQL keyword."""
 
@@ -100,6 +103,7 @@ class HandlerRegistry:
         self._by_message = {
             h.message_type.DESCRIPTOR.full_name: h for h in handlers if h.message_type is not None
         }
+        self._commands = [h for h in handlers if type(h).from_plan.__func__ is not _BASE_FROM_PLAN]  # type: ignore[attr-defined]
 
     @property
     def message_names(self) -> list[str]:
@@ -120,7 +124,7 @@ class HandlerRegistry:
         ]
 
     def from_plan(self, plan: spark_proto.Plan) -> Request | None:
-        for handler in self._handlers:
+        for handler in self._commands:
             found: Request | None = handler.from_plan(plan)
             if found is not None:
                 return found

@@ -95,7 +95,7 @@ class PluginHandlers:
         self, method: str, request: spark_proto.ExecutePlanRequest, context: Any
     ) -> Interception | None:
         works = self._dispatch.plugin_work(request, request.session_id)
-        site = SqlSite(request.plan)
+        site = SqlSite.of(request.plan)
         statement = await self._dispatch.statement(request, site)
         command = self._dispatch.command(request.plan) if statement is None else None
         if not works and statement is None and command is None:
@@ -110,6 +110,7 @@ class PluginHandlers:
                 if root is not None:
                     outcome = await self._handlers.execute(call, root)
                     if outcome.result is not None:
+                        assert site is not None, "only statements give results for the plan"
                         site.put_result(outcome.result)
                     outcomes.append(outcome)
             return outcomes + await self._dispatch.run(works, call, analyze=False)

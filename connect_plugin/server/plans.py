@@ -34,11 +34,13 @@ MAX_PLAN_DEPTH = 1024
 """Nesting Spark accepts by default (``spark.connect.grpc.marshallerRecursionLimit``)."""
 
 _TYPE_MESSAGE = FieldDescriptor.TYPE_MESSAGE
-_HOLDER_KINDS = {
-    "spark.connect.Relation": "relation",
-    "spark.connect.Expression": "expression",
-    "spark.connect.Command": "command",
+_HOLDER_KINDS: dict[object, str] = {
+    spark_proto.Relation.DESCRIPTOR: "relation",
+    spark_proto.Expression.DESCRIPTOR: "expression",
+    spark_proto.Command.DESCRIPTOR: "command",
 }
+_PATHS: dict[object, frozenset[object]] = {}
+"""Per message type, the fields that can lead to an extension holder (computed once)."""
 M = TypeVar("M", bound=Message)
 
 
@@ -191,17 +193,59 @@ def _children(message: Message) -> Iterator[Message]:
             yield value
 
 
+def _paths(descriptor: Descriptor) -> frozenset[object]:
+    """The message fields of ``descriptor`` through which a Relation, Expression or Command
+    can be reached; a walk skips every other field (literals, types, options...)."""
+    found = _PATHS.get(descriptor)
+    if found is not None:
+        return found
+    reaches: dict[object, bool] = {}
+    pending: list[Descriptor] = [descriptor]
+    graph: dict[object, list[FieldDescriptor]] = {}
+    while pending:
+        current = pending.pop()
+        if current in graph:
+            continue
+        fields = [f for f in current.fields if f.type == _TYPE_MESSAGE]
+        graph[current] = fields
+        pending.extend(f.message_type for f in fields if f.message_type not in graph)
+    for kind in graph:
+        reaches[kind] = kind in _HOLDER_KINDS
+    changed = True
+    while changed:
+        changed = False
+        for kind, fields in graph.items():
+            if not reaches[kind] and any(reaches[f.message_type] for f in fields):
+                reaches[kind] = changed = True
+    for kind, fields in graph.items():
+        _PATHS.setdefault(kind, frozenset(f for f in fields if reaches[f.message_type]))
+    return _PATHS[descriptor]
+
+
 def extensions(message: Message) -> list[Extension]:
     """Every ``extension`` in ``message``'s tree in document order, not looking into them."""
     found: list[Extension] = []
     pending = [message]
     while pending:
         current = pending.pop()
-        kind = _HOLDER_KINDS.get(current.DESCRIPTOR.full_name)
+        descriptor = current.DESCRIPTOR
+        kind = _HOLDER_KINDS.get(descriptor)
         if kind is not None and current.HasField("extension"):
             found.append(Extension(current, kind, current.extension))  # type: ignore[attr-defined]
             continue
-        pending.extend(reversed(list(_children(current))))
+        paths = _paths(descriptor)  # type: ignore[arg-type]
+        children: list[Message] = []
+        for field, value in current.ListFields():
+            if field not in paths:
+                continue
+            if not field.is_repeated:
+                children.append(value)
+            elif field.message_type.GetOptions().map_entry:
+                children.extend(value.values())
+            else:
+                children.extend(value)
+        children.reverse()
+        pending.extend(children)
     return found
 
 

@@ -5,8 +5,10 @@ session: its temp tables, the CTTAS writes running in it, the server-side
 session id Spark gave it, its activity, whether the scan source is
 registered in it. The ``SessionRegistry`` owns these objects, in memory, and
 writes table changes through to a ``SessionStore`` (SQLite by default) so a
-restarted gateway loads the same sessions and tables. A session whose calls
-have all ended and that holds nothing is not kept at all.
+restarted gateway loads the same sessions and tables. A session that holds
+nothing has no object: the registry only counts its calls in flight (a dict
+update per call, on the path of every RPC), so that a session made during a
+long call (a CTTAS) knows the call is still running.
 
 A session's life is an explicit state:
 
@@ -37,6 +39,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
+from pyspark.sql.connect.proto import CloneSessionRequest
 
 from connect_plugin.errors import InvalidSessionId
 from connect_plugin.server.session_store import (
@@ -69,9 +72,8 @@ def check_session_id(session_id: str, what: str = "session id") -> str:
 def admit_request(request: Message) -> None:
     """Refuse a request whose session (or clone target) id is not canonical."""
     check_session_id(getattr(request, "session_id", ""))
-    new_session_id = getattr(request, "new_session_id", "")
-    if new_session_id:
-        check_session_id(new_session_id, "new session id")
+    if isinstance(request, CloneSessionRequest) and request.new_session_id:
+        check_session_id(request.new_session_id, "new session id")
 
 
 class Lifecycle(enum.Enum):
@@ -97,7 +99,6 @@ class Session:
     last_activity: float = field(default_factory=now)
     """Wall-clock time of the last call's start or end (the registry's clock)."""
     persisted_activity: float = 0.0
-    in_flight: int = 0
     scan_source_registered: bool = False
     stored: bool = False
     """Whether the store has a row for the session (it has or had a table)."""
@@ -141,6 +142,7 @@ class SessionRegistry:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._sessions: dict[SessionKey, Session] = {}
+        self._calls: dict[SessionKey, int] = {}
 
     def close(self) -> None:
         self.store.close()
@@ -186,20 +188,30 @@ class SessionRegistry:
             for other in self._sessions.values()
         )
 
-    def begin_call(self, user_id: str, session_id: str) -> Session:
-        session = self.open(user_id, session_id)
-        session.in_flight += 1
-        session.last_activity = now()
-        return session
+    def begin_call(self, key: SessionKey) -> None:
+        self._calls[key] = self._calls.get(key, 0) + 1
+        session = self._sessions.get(key)
+        if session is not None:
+            session.last_activity = now()
 
-    def end_call(self, session: Session) -> None:
-        session.in_flight -= 1
-        session.last_activity = now()
-        self.let_go_if_idle(session)
+    def end_call(self, key: SessionKey) -> None:
+        left = self._calls.get(key, 1) - 1
+        if left > 0:
+            self._calls[key] = left
+        else:
+            self._calls.pop(key, None)
+        session = self._sessions.get(key)
+        if session is not None:
+            session.last_activity = now()
+            self.let_go_if_idle(session)
+
+    def in_flight(self, session: Session) -> int:
+        """Calls of the session under way now."""
+        return self._calls.get(session.key, 0)
 
     def let_go_if_idle(self, session: Session) -> None:
         """Keep no object for a session with no call in flight and nothing to remember."""
-        if session.in_flight <= 0 and not session.holds_state():
+        if session.key not in self._calls and not session.holds_state():
             self._unlist(session)
 
     def forget(self, session: Session) -> None:

@@ -70,8 +70,10 @@ def test_idle_sessions_with_tables_are_released_busy_and_unanswered_ones_are_kep
                     assert found is not None
                     found.last_activity = now() - 2 * IDLE_S
                 call = state.watch.begin(_request(busy))
+                busy_session = state.registry.find(USER, busy)
                 assert call is not None
-                assert call.in_flight == 1
+                assert busy_session is not None
+                assert state.registry.in_flight(busy_session) == 1
 
                 spark.unavailable = True
                 await state.watch.sweep()
@@ -86,7 +88,7 @@ def test_idle_sessions_with_tables_are_released_busy_and_unanswered_ones_are_kep
                 assert not (workspace / idle).exists()
                 assert (workspace / busy).is_dir(), "a call in flight keeps its session"
                 state.watch.end(call)
-                assert state.registry.find(USER, busy) is call, "its tables keep it listed"
+                assert state.registry.find(USER, busy) is busy_session, "its tables keep it listed"
 
     asyncio.run(scenario())
 
@@ -110,10 +112,10 @@ def test_a_session_the_upstream_lost_ends_at_once_unless_a_cttas_renewed_it(
                 assert first is not None
                 assert failing is not None
                 assert later is not None
-                watch.responded(first, "server-1")
-                watch.responded(first, "server-2")
-                watch.failed(failing, rpc_error(CHANGED, failed))
-                watch.failed(later, rpc_error(CHANGED, renewed))
+                watch.responded(first.key, "server-1")
+                watch.responded(first.key, "server-2")
+                watch.failed(failing.key, rpc_error(CHANGED, failed))
+                watch.failed(later.key, rpc_error(CHANGED, renewed))
                 # A CTTAS records a new upstream session before the ending runs.
                 later.server_side_session_id = "server-3"
                 await watch.settle()
@@ -145,7 +147,7 @@ def test_what_the_gateway_keeps_about_a_session_goes_when_spark_forgets_it(
                 call = watch.begin(_request(session_id))
                 assert call is not None
                 if session_id == scanned:
-                    call.scan_source_registered = True
+                    registry.open(USER, session_id).scan_source_registered = True
                 watch.end(call)
             assert registry.find(USER, plain) is None, "a session holding nothing is not kept"
             assert registry.find(USER, scanned) is not None
