@@ -24,6 +24,32 @@ class UpstreamUnavailable(ConnectPluginError):
     """The Spark Connect server the gateway fronts cannot be reached or did not start."""
 
 
+class UpstreamFailed(ConnectPluginError):
+    """Spark refused or failed a request the gateway sent on a user's behalf.
+
+    ``error_class`` is the ``errorClass`` of the ``google.rpc.ErrorInfo``
+    Spark attached (empty when it sent none), so callers decide on what
+    Spark meant, never on its message text. ``status`` is Spark's own gRPC
+    error, which the gateway relays to the client exactly as it came.
+    """
+
+    def __init__(
+        self, message: str, *, error_class: str = "", error_id: str = "", status: object = None
+    ) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.error_id = error_id
+        self.status = status
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class InvalidSessionId(ConnectPluginError):
+    """A request names its session with an id that is not a canonical UUID."""
+
+
 class PlanError(ConnectPluginError):
     """A plan sent by a client is malformed or uses something the gateway does not know."""
 

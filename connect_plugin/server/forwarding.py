@@ -15,7 +15,7 @@ import collections
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
@@ -24,7 +24,8 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError
-from connect_plugin.server.status import to_grpc_status
+from connect_plugin.server.plans import decode as decode_request
+from connect_plugin.server.status import abort_with, relay
 
 log = logging.getLogger(__name__)
 
@@ -35,26 +36,28 @@ _HOP_BY_HOP_METADATA = frozenset(("user-agent", "te", "content-type", "grpc-acce
 _UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
 """Methods whose responses may name a server-side session other than the request's own."""
 
-SessionKey = tuple[str, str]
+Token = TypeVar("Token")
 
 
-class CallObserver(Protocol):
+class CallObserver(Protocol[Token]):
     """Sees every call that names a session: its start, end, errors and responses.
 
-    The forwarder calls it on the hot path of every RPC, so it must be cheap;
+    ``begin`` returns a token for the call (None: not watched), which the
+    forwarder hands back on every later event of the same call. The forwarder
+    calls it on the hot path of every RPC, so it must be cheap;
     ``tracks_responses`` says whether the first response of a call is worth
     decoding for ``responded``.
     """
 
-    def begin(self, request: Message) -> SessionKey | None: ...
+    def begin(self, request: Message) -> Token | None: ...
 
-    def end(self, key: SessionKey) -> None: ...
+    def end(self, token: Token) -> None: ...
 
-    def tracks_responses(self, key: SessionKey) -> bool: ...
+    def tracks_responses(self, token: Token) -> bool: ...
 
-    def responded(self, key: SessionKey, server_side_session_id: str) -> None: ...
+    def responded(self, token: Token, server_side_session_id: str) -> None: ...
 
-    def failed(self, key: SessionKey, error: grpc.aio.AioRpcError) -> None: ...
+    def failed(self, token: Token, error: grpc.aio.AioRpcError) -> None: ...
 
 
 @dataclass
@@ -76,6 +79,10 @@ class Interception:
 RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
 """Called with (method name, decoded request, context) before a request is
 forwarded; raises a ``ConnectPluginError`` to refuse it."""
+
+Admission = Callable[[Message], None]
+"""Called with every decoded request before anything else sees it; raises a
+``ConnectPluginError`` to refuse it."""
 
 
 def plan_methods() -> tuple[str, ...]:
@@ -114,21 +121,6 @@ def forwardable_metadata(
     )
 
 
-async def relay_upstream_error(error: grpc.aio.AioRpcError, context: Any) -> NoReturn:
-    """End the client's RPC with exactly the status and trailers Spark sent."""
-    await context.abort(
-        error.code(), error.details() or "", tuple(error.trailing_metadata() or ())
-    )
-    raise AssertionError("context.abort returned")
-
-
-async def abort_with(exc: ConnectPluginError, context: Any) -> NoReturn:
-    """End the client's RPC with the status of one of our own errors."""
-    status = to_grpc_status(exc)
-    await context.abort(status.code, status.details, status.trailing_metadata)
-    raise AssertionError("context.abort returned")
-
-
 class Forwarder:
     """Builds one generic handler that forwards every method of the service."""
 
@@ -136,11 +128,13 @@ class Forwarder:
         self,
         channel: grpc.aio.Channel,
         hooks: Mapping[str, RequestHook] | None = None,
-        observer: CallObserver | None = None,
+        observer: CallObserver[Any] | None = None,
+        admit: Admission | None = None,
     ):
         self._channel = channel
         self._hooks = dict(hooks or {})
         self._observer = observer
+        self._admit = admit
         self.calls: collections.Counter[str] = collections.Counter()
         self._responses: dict[str, type[Message]] = {}
 
@@ -152,7 +146,8 @@ class Forwarder:
         path = f"/{SERVICE_NAME}/{method.name}"
         decode: type[Message] | None = None
         watched = self._observer is not None
-        if (method.name in self._hooks or watched) and not method.client_streaming:
+        checked = watched or self._admit is not None
+        if (method.name in self._hooks or checked) and not method.client_streaming:
             decode = _message_class(method.input_type)
         if (
             watched
@@ -177,28 +172,36 @@ class Forwarder:
             return grpc.stream_unary_rpc_method_handler(forward)
         return grpc.unary_unary_rpc_method_handler(forward)
 
-    def _begin(
-        self, decode: type[Message] | None, request: Any
-    ) -> tuple[Message | None, SessionKey | None]:
-        """The decoded request (None if not decoded) and the session the observer tracks."""
+    async def _begin(
+        self, decode: type[Message] | None, request: Any, context: Any
+    ) -> tuple[Message | None, Any]:
+        """The decoded request (None if not decoded) and the session the observer tracks.
+
+        A request the admission refuses ends here, with its status.
+        """
         if decode is None:
             return None, None
-        try:
-            message = decode.FromString(request)
-        except DecodeError:
-            return None, None  # the upstream says what is wrong with it
+        message = decode_request(decode, request)
+        if message is None:
+            return None, None  # the upstream says what is wrong with it (or that it is too deep)
+        if self._admit is not None:
+            try:
+                self._admit(message)
+            except ConnectPluginError as exc:
+                log.info("refused a request: %s", exc)
+                await abort_with(exc, context)
         key = None if self._observer is None else self._observer.begin(message)
         return message, key
 
-    def _end(self, key: SessionKey | None) -> None:
+    def _end(self, key: Any) -> None:
         if key is not None and self._observer is not None:
             self._observer.end(key)
 
-    def _failed(self, key: SessionKey | None, error: grpc.aio.AioRpcError) -> None:
+    def _failed(self, key: Any, error: grpc.aio.AioRpcError) -> None:
         if key is not None and self._observer is not None:
             self._observer.failed(key, error)
 
-    def _responded(self, key: SessionKey | None, name: str, response: bytes) -> None:
+    def _responded(self, key: Any, name: str, response: bytes) -> None:
         """Tell the observer which server-side session answered (first response only)."""
         response_type = self._responses.get(name)
         if key is None or self._observer is None or response_type is None:
@@ -248,14 +251,14 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
-            message, key = self._begin(decode, request)
+            message, key = await self._begin(decode, request, context)
             try:
                 return await forward_call(request, message, key, context)
             finally:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, key: SessionKey | None, context: Any
+            request: Any, message: Message | None, key: Any, context: Any
         ) -> bytes:
             handling = await self._inspect(name, message, context)
             if handling is not None:
@@ -272,7 +275,7 @@ class Forwarder:
                 response: bytes = await call
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
-                await relay_upstream_error(error, context)
+                await relay(error, context)
             except asyncio.CancelledError:
                 call.cancel()
                 raise
@@ -291,7 +294,7 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            message, key = self._begin(decode, request)
+            message, key = await self._begin(decode, request, context)
             try:
                 async for response in forward_call(request, message, key, context):
                     yield response
@@ -299,7 +302,7 @@ class Forwarder:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, key: SessionKey | None, context: Any
+            request: Any, message: Message | None, key: Any, context: Any
         ) -> AsyncIterator[bytes]:
             handling = await self._inspect(name, message, context)
             if handling is not None:
@@ -331,7 +334,7 @@ class Forwarder:
                 await self._finish_interception(handling, name, context)
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
-                await relay_upstream_error(error, context)
+                await relay(error, context)
             finally:
                 if not call.done():
                     call.cancel()

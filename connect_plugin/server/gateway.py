@@ -21,10 +21,33 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.channels import server_options, upstream_channel
+from connect_plugin.server.clone import Cloner
+from connect_plugin.server.create import TableCreator
 from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, plan_methods
+from connect_plugin.server.guards import (
+    AlterViewHandler,
+    CreatePersistentViewHandler,
+    CreateTempViewHandler,
+    DropViewHandler,
+    InsertIntoHandler,
+)
+from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
-from connect_plugin.server.temp_tables import TempTables
+from connect_plugin.server.recovery import Recovery
+from connect_plugin.server.release import SessionRelease
+from connect_plugin.server.scans import ScanHandler, Scans
+from connect_plugin.server.session_store import SqliteSessionStore
+from connect_plugin.server.sessions import SessionRegistry, admit_request
+from connect_plugin.server.table_handlers import (
+    CreateTempTableHandler,
+    DropTempTableHandler,
+    ListTempTablesHandler,
+    ReadTempTableHandler,
+)
+from connect_plugin.server.tables import Tables
+from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +67,10 @@ class Gateway:
         self._health: Any = None
         self._stopped = threading.Event()
         self.forwarder: Forwarder | None = None
-        self.temp_tables: TempTables | None = None
+        self.sessions: SessionRegistry | None = None
+        self.recovery: Recovery | None = None
         self.watch: SessionWatch | None = None
+        self._workspace_lock: WorkspaceLock | None = None
 
     @property
     def address(self) -> str:
@@ -66,13 +91,32 @@ class Gateway:
         return self
 
     async def _start(self) -> None:
-        self._channel = upstream_channel(self.config)
-        self.temp_tables = TempTables(self.config, self._channel)
-        await self.temp_tables.start()
-        handlers = PluginHandlers(self.config, self.temp_tables)
-        self.watch = SessionWatch(self.config, self.temp_tables, forget=handlers.forget_session)
+        config = self.config
+        self._channel = upstream_channel(config)
+        upstream = Upstream(self._channel)
+        workspace = Workspace(config.workspace)
+        self._workspace_lock = workspace.lock()
+        store = SqliteSessionStore(
+            config.registry_path or workspace.private_folder / REGISTRY_FILE
+        )
+        self.sessions = registry = SessionRegistry(store)
+        release = SessionRelease(registry, workspace)
+        self.recovery = Recovery(config, registry, workspace, upstream, release)
+        await self.recovery.run()
+        handlers = PluginHandlers(
+            config,
+            registry,
+            upstream,
+            plugin_handlers(config, registry, workspace, upstream),
+            Cloner(registry, workspace, upstream, release),
+            release,
+        )
+        self.watch = SessionWatch(config, registry, upstream, release)
         self.forwarder = Forwarder(
-            self._channel, hooks=handlers.hooks(plan_methods()), observer=self.watch
+            self._channel,
+            hooks=handlers.hooks(plan_methods()),
+            observer=self.watch,
+            admit=admit_request,
         )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
@@ -113,15 +157,42 @@ class Gateway:
         try:
             if self.watch is not None:
                 await self.watch.stop()
-            if self.temp_tables is not None:
-                await self.temp_tables.stop()
+            if self.recovery is not None:
+                await self.recovery.stop()
         finally:
-            if self._channel is not None:
-                await self._channel.close()
+            try:
+                if self.sessions is not None:
+                    self.sessions.close()
+            finally:
+                if self._workspace_lock is not None:
+                    self._workspace_lock.release()
+                if self._channel is not None:
+                    await self._channel.close()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the gateway has stopped; False on timeout."""
         return self._stopped.wait(timeout)
+
+
+def plugin_handlers(
+    config: Config, registry: SessionRegistry, workspace: Workspace, upstream: Upstream
+) -> HandlerRegistry:
+    """Every handler of the gateway: one per plugin message, statement and guarded command."""
+    tables = Tables(config, registry, workspace, upstream)
+    return HandlerRegistry(
+        [
+            CreateTempTableHandler(TableCreator(config, registry, workspace, upstream)),
+            DropTempTableHandler(tables),
+            ListTempTablesHandler(tables),
+            ReadTempTableHandler(tables),
+            ScanHandler(Scans(registry, tables, upstream)),
+            DropViewHandler(config, tables),
+            InsertIntoHandler(tables),
+            CreateTempViewHandler(tables),
+            CreatePersistentViewHandler(tables),
+            AlterViewHandler(tables),
+        ]
+    )
 
 
 def serve(config: Config) -> Gateway:

@@ -1,11 +1,11 @@
-"""Which requests the gateway handles itself, and how it rewrites them.
+"""The gateway's hooks on the RPCs it does not just forward.
 
-A request with a plugin relation or one of the plugin's SQL statements is
-rewritten into a standard Spark Connect request: side effects (writing a
-temp table, dropping one) run first in the user's session, then the handled
-node is replaced by a relation that yields its result rows, and that request
-goes upstream as the client's own operation. Everything else passes
-untouched.
+ExecutePlan and AnalyzePlan go through the dispatcher: their plugin
+relations, statements and guarded commands become requests for the
+handlers, and the rewritten request goes upstream as the client's own
+operation. Other RPCs that can hold a plan refuse plugin messages. The
+session's own RPCs keep its state right: ReleaseSession stops its writes
+and forgets it once Spark released it, CloneSession copies its tables.
 
 Progress of the gateway's own work reaches the client as extra
 ``execution_progress`` responses before Spark's. Their response ids carry a
@@ -19,39 +19,24 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin import proto
 from connect_plugin.config import Config
-from connect_plugin.errors import NotSupportedYet, TempTableError
-from connect_plugin.server import results
-from connect_plugin.server.forwarding import (
-    Interception,
-    forwardable_metadata,
-    relay_upstream_error,
-)
-from connect_plugin.server.plans import FoundExtension, find_extensions
-from connect_plugin.server.scans import Scans, prune_counted_scans
-from connect_plugin.server.statements import (
-    CreatePersistentView,
-    CreateTempTable,
-    CreateTempView,
-    DropTable,
-    DropView,
-    InsertInto,
-    Name,
-    ShowTempTables,
-    Statement,
-    parse_statement,
-)
-from connect_plugin.server.temp_tables import CreateRequest, ProgressSink, TempTables
-from connect_plugin.server.upstream import SessionContext, UpstreamFailed
+from connect_plugin.errors import NotSupportedYet
+from connect_plugin.server.clone import Cloner
+from connect_plugin.server.dispatch import Dispatcher, SqlSite
+from connect_plugin.server.forwarding import Interception, forwardable_metadata
+from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.release import SessionRelease
+from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.upstream import SessionContext, Upstream
+from connect_plugin.server.writes import ProgressSink, stop_writes
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
-T = TypeVar("T")
+Work = Callable[[ProgressSink], Awaitable[list[Outcome]]]
 
 
 def _context(request: Any, context: Any) -> SessionContext:
@@ -62,66 +47,29 @@ def _context(request: Any, context: Any) -> SessionContext:
     )
 
 
-def _replace(holder: spark_proto.Relation, result: spark_proto.Relation) -> None:
-    """Put ``result`` where ``holder`` was, keeping the node's plan id."""
-    common = spark_proto.RelationCommon()
-    had_common = holder.HasField("common")
-    if had_common:
-        common.CopyFrom(holder.common)
-    holder.CopyFrom(result)
-    if had_common:
-        holder.common.CopyFrom(common)
-
-
-class _SqlSite:
-    """Where a plan holds SQL text: a SqlCommand or a root SQL relation."""
-
-    def __init__(self, plan: spark_proto.Plan) -> None:
-        self.plan = plan
-        self.command = plan.HasField("command") and plan.command.HasField("sql_command")
-        self.relation = spark_proto.SQL()
-        if self.command:
-            sql_command = plan.command.sql_command
-            if sql_command.HasField("input") and sql_command.input.HasField("sql"):
-                self.relation.CopyFrom(sql_command.input.sql)
-            else:
-                self.relation.query = sql_command.sql
-                for key, value in sql_command.args.items():
-                    self.relation.args[key].CopyFrom(value)
-                self.relation.pos_args.extend(sql_command.pos_args)
-                for key, expression in sql_command.named_arguments.items():
-                    self.relation.named_arguments[key].CopyFrom(expression)
-                self.relation.pos_arguments.extend(sql_command.pos_arguments)
-        elif plan.HasField("root") and plan.root.HasField("sql"):
-            self.relation.CopyFrom(plan.root.sql)
-
-    @property
-    def query(self) -> str:
-        return self.relation.query
-
-    def with_query(self, query: str) -> spark_proto.Relation:
-        """The same SQL relation (arguments included) with another query text."""
-        relation = spark_proto.Relation()
-        relation.sql.CopyFrom(self.relation)
-        relation.sql.query = query
-        return relation
-
-    def put_result(self, result: spark_proto.Relation) -> None:
-        if self.command:
-            self.plan.command.sql_command.Clear()
-            self.plan.command.sql_command.input.CopyFrom(result)
-        else:
-            _replace(self.plan.root, result)
-
-
 class PluginHandlers:
     """The request hooks of the gateway, one per intercepted method."""
 
-    def __init__(self, config: Config, temp_tables: TempTables) -> None:
+    def __init__(
+        self,
+        config: Config,
+        sessions: SessionRegistry,
+        upstream: Upstream,
+        handlers: HandlerRegistry,
+        cloner: Cloner,
+        release: SessionRelease,
+    ) -> None:
         self.config = config
-        self.temp_tables = temp_tables
-        self.scans = Scans(temp_tables)
-        self._server_side_ids: dict[str, str] = {}
+        self._sessions = sessions
+        self._upstream = upstream
+        self._handlers = handlers
+        self._cloner = cloner
+        self._release = release
+        self._dispatch = Dispatcher(config, handlers, self._has_tables)
+
+    def _has_tables(self, user_id: str, session_id: str) -> bool:
+        session = self._sessions.find(user_id, session_id)
+        return session is not None and bool(session.tables or session.creating)
 
     def hooks(self, plan_methods: tuple[str, ...]) -> dict[str, Any]:
         hooks: dict[str, Any] = {name: self.refuse_plugin_messages for name in plan_methods}
@@ -135,215 +83,52 @@ class PluginHandlers:
         )
         return hooks
 
-    def _extensions(self, request: Any) -> list[FoundExtension]:
-        found = find_extensions(
-            request,
-            session_id=request.session_id,
-            forwarded_prefixes=self.config.forward_extensions,
-        )
-        if any(isinstance(f.message, proto.Scan) for f in found) and prune_counted_scans(request):
-            return self._extensions(request)
-        return found
-
     async def refuse_plugin_messages(
-        self, method: str, request: Message, context: Any
+        self, method: str, request: Any, context: Any
     ) -> Interception | None:
-        found = self._extensions(request)
-        if found:
-            raise NotSupportedYet(f"[{found[0].type_name}] cannot be used in a {method} request")
+        works = self._dispatch.plugin_work(request, request.session_id)
+        if works:
+            raise NotSupportedYet(f"[{works[0].type_name}] cannot be used in a {method} request")
         return None
 
     async def execute_plan(
         self, method: str, request: spark_proto.ExecutePlanRequest, context: Any
     ) -> Interception | None:
-        found = self._extensions(request)
-        site = _SqlSite(request.plan)
-        statement = parse_statement(site.query) if self._may_be_ours(request, site.query) else None
-        if not found and statement is None:
-            return self._guard_command(request, context)
+        works = self._dispatch.plugin_work(request, request.session_id)
+        site = SqlSite.of(request.plan)
+        statement = await self._dispatch.statement(request, site)
+        command = self._dispatch.command(request.plan) if statement is None else None
+        if not works and statement is None and command is None:
+            return None
+        self._dispatch.check_changes(works, statement)
         session = _context(request, context)
-        if statement is not None:
-            handling = await self._sql(session, request, site, statement)
-            if handling is not None or not found:
-                return handling
-        return self._with_progress(
-            session, request, lambda sink: self._extension_work(session, found, sink)
-        )
 
-    def _may_be_ours(self, request: spark_proto.ExecutePlanRequest, query: str) -> bool:
-        """Whether ``query`` is worth tokenizing: it names TEMP, or the session has temp tables.
+        async def handle(sink: ProgressSink) -> list[Outcome]:
+            call = Call(session, sink)
+            outcomes = []
+            for root in (statement, command):
+                if root is not None:
+                    outcome = await self._handlers.execute(call, root)
+                    if outcome.result is not None:
+                        assert site is not None, "only statements give results for the plan"
+                        site.put_result(outcome.result)
+                    outcomes.append(outcome)
+            return outcomes + await self._dispatch.run(works, call, analyze=False)
 
-        CTTAS and SHOW TEMPORARY TABLES contain "temp"; DROP, INSERT and CREATE VIEW
-        only matter to a session that has temp tables. Every other query skips the
-        tokenizer, which keeps it off the path of ordinary ``spark.sql`` calls.
-        """
-        if not query:
-            return False
-        if "temp" in query.lower():
-            return True
-        entry = self.temp_tables.registry.find(request.user_context.user_id, request.session_id)
-        return entry is not None and bool(entry.tables or entry.creating)
+        return self._with_progress(request, handle)
 
-    def _guard_command(
-        self, request: spark_proto.ExecutePlanRequest, context: Any
+    async def analyze_plan(
+        self, method: str, request: spark_proto.AnalyzePlanRequest, context: Any
     ) -> Interception | None:
-        """Protect temp tables from DataFrame-API commands that would break them."""
-        if not request.plan.HasField("command"):
+        """Plugin relations analysed without their side effects."""
+        works = self._dispatch.plugin_work(request, request.session_id)
+        if not works:
             return None
-        command = request.plan.command
-        session = _context(request, context)
-        if command.HasField("create_dataframe_view"):
-            self._refuse_view_name(session, Name((command.create_dataframe_view.name,)))
-        elif command.HasField("write_operation") and command.write_operation.HasField("table"):
-            target = Name(tuple(command.write_operation.table.table_name.split(".")))
-            if self.temp_tables.lookup(session, target) is not None:
-                return Interception(finish=self._secure_after(session, target))
-        return None
+        call = Call(_context(request, context), _no_progress)
+        await self._dispatch.run(works, call, analyze=True)
+        return Interception(request=request)
 
-    def _refuse_view_name(self, session: SessionContext, name: Name) -> None:
-        if self.temp_tables.lookup(session, name) is not None:
-            raise TempTableError(
-                f"[{name}] is a temporary table of this session; drop it with DROP TABLE "
-                f"{name} before using the name for a view"
-            )
-
-    def _secure_after(self, session: SessionContext, name: Name) -> Callable[[], Awaitable[None]]:
-        async def secure() -> None:
-            self.temp_tables.secure(session, name)
-
-        return secure
-
-    async def _sql(
-        self,
-        session: SessionContext,
-        request: spark_proto.ExecutePlanRequest,
-        site: _SqlSite,
-        statement: Statement,
-    ) -> Interception | None:
-        tables = self.temp_tables
-        if isinstance(statement, CreateTempTable):
-            create = CreateRequest(
-                name=statement.name,
-                input=site.with_query(statement.query),
-                column_names=statement.column_names,
-                partition_columns=statement.partition_columns,
-                format=statement.format,
-                options=statement.options,
-                if_not_exists=statement.if_not_exists,
-                or_replace=statement.or_replace,
-            )
-            return self._with_progress(
-                session, request, lambda sink: self._put(site, tables.create(session, create, sink))
-            )
-        if isinstance(statement, DropTable):
-            known = tables.lookup(session, statement.name) or tables.being_created(
-                session, statement.name
-            )
-            if not known:
-                return None
-
-            async def drop(_sink: ProgressSink) -> None:
-                result = await tables.drop(
-                    session, statement.name, if_exists=statement.if_exists, strict=False
-                )
-                if result is not None:
-                    site.put_result(result)
-
-            return self._with_progress(session, request, drop)
-        if isinstance(statement, DropView):
-            if tables.lookup(session, statement.name) is None:
-                return None
-            if not statement.if_exists:
-                raise TempTableError(
-                    f"[{statement.name}] is not a VIEW but a temporary table of this session; "
-                    f"drop it with DROP TABLE {statement.name}"
-                )
-            site.put_result(
-                results.status(
-                    False,
-                    f"View [{statement.name}] not found in schema "
-                    f"[{self.config.temp_workspace_name}].",
-                )
-            )
-            return Interception(request=request)
-        if isinstance(statement, ShowTempTables):
-            site.put_result(tables.listing(session))
-            return Interception(request=request)
-        if isinstance(statement, InsertInto):
-            if tables.lookup(session, statement.name) is None:
-                return None
-            return Interception(finish=self._secure_after(session, statement.name))
-        if isinstance(statement, CreateTempView):
-            self._refuse_view_name(session, statement.name)
-            return None
-        if isinstance(statement, CreatePersistentView):
-            for source in statement.sources:
-                if len(source.parts) == 1 and tables.lookup(session, source) is not None:
-                    raise TempTableError(
-                        f"A reference to temporary table [{source}] was made in a context where "
-                        f"temporary table references are not allowed (persistent view "
-                        f"[{statement.name}])."
-                    )
-            return None
-        return None
-
-    @staticmethod
-    async def _put(site: _SqlSite, work: Awaitable[spark_proto.Relation]) -> None:
-        site.put_result(await work)
-
-    async def _extension_work(
-        self, session: SessionContext, found: list[FoundExtension], sink: ProgressSink | None
-    ) -> None:
-        """Replace each plugin node by its result; ``sink`` None: analysis, no side effects."""
-        for extension in found:
-            result = await self._run_extension(session, extension, sink)
-            _replace(extension.holder, result)  # type: ignore[arg-type]
-
-    async def _run_extension(
-        self, session: SessionContext, extension: FoundExtension, sink: ProgressSink | None
-    ) -> spark_proto.Relation:
-        message = extension.message
-        tables = self.temp_tables
-        if isinstance(message, proto.CreateTempTableAsSelect):
-            parts = (message.workspace, message.name) if message.workspace else (message.name,)
-            create = CreateRequest(
-                name=Name(parts),
-                input=message.input,
-                column_names=tuple(message.column_names),
-                partition_columns=tuple(message.partition_columns),
-                format=message.format or None,
-                options=dict(message.options),
-                if_not_exists=message.if_not_exists,
-                or_replace=message.or_replace,
-            )
-            if sink is None:
-                return results.created(message.name, 0)
-            return await tables.create(session, create, sink)
-        if isinstance(message, proto.DropTempTable):
-            if sink is None:
-                return results.status(True, "")
-            result = await tables.drop(
-                session, Name((message.name,)), if_exists=message.if_exists, strict=True
-            )
-            assert result is not None
-            return result
-        if isinstance(message, proto.ListTempTables):
-            return tables.listing(session)
-        if isinstance(message, proto.ReadTempTable):
-            return tables.read(session, message.name)
-        if isinstance(message, proto.Scan):
-            return await self.scans.relation(session, message)
-        raise NotSupportedYet(
-            f"[{extension.type_name}] is a connect-plugin message this gateway version cannot "
-            "execute yet"
-        )
-
-    def _with_progress(
-        self,
-        session: SessionContext,
-        request: spark_proto.ExecutePlanRequest,
-        work: Callable[[ProgressSink], Awaitable[None]],
-    ) -> Interception:
+    def _with_progress(self, request: spark_proto.ExecutePlanRequest, work: Work) -> Interception:
         """Run ``work`` before forwarding, relaying its progress to the client."""
 
         async def prepare(handling: Interception) -> AsyncIterator[Message]:
@@ -359,18 +144,21 @@ class PluginHandlers:
                     yield self._progress_response(request, waiter.result())
                 while not queue.empty():
                     yield self._progress_response(request, queue.get_nowait())
-                await task
+                outcomes = await task
             finally:
                 if not task.done():
                     task.cancel()
             handling.request = request
+            handling.finish = _after_all(outcomes)
 
         return Interception(prepare=prepare)
 
     def _progress_response(
         self, request: spark_proto.ExecutePlanRequest, upstream: spark_proto.ExecutePlanResponse
     ) -> spark_proto.ExecutePlanResponse:
-        self._server_side_ids[request.session_id] = upstream.server_side_session_id
+        session = self._sessions.find(request.user_context.user_id, request.session_id)
+        if session is not None and not session.server_side_session_id:
+            session.server_side_session_id = upstream.server_side_session_id
         response = spark_proto.ExecutePlanResponse(
             session_id=request.session_id,
             server_side_session_id=upstream.server_side_session_id,
@@ -380,23 +168,17 @@ class PluginHandlers:
         response.execution_progress.CopyFrom(upstream.execution_progress)
         return response
 
-    async def analyze_plan(
-        self, method: str, request: spark_proto.AnalyzePlanRequest, context: Any
-    ) -> Interception | None:
-        """Plugin relations analysed without their side effects."""
-        found = self._extensions(request)
-        if not found:
-            return None
-        await self._extension_work(_context(request, context), found, None)
-        return Interception(request=request)
-
     async def release_session(
         self, method: str, request: spark_proto.ReleaseSessionRequest, context: Any
     ) -> Interception:
-        await self.temp_tables.stop_writes(_context(request, context))
+        """Stop the session's CTTAS writes, let Spark release it, then forget it."""
+        session = self._sessions.open(request.user_context.user_id, request.session_id)
+        if session.writes:
+            upstream = self._upstream.session(_context(request, context))
+            await stop_writes(session, upstream, self.config.recovery_timeout_s)
 
         async def release() -> None:
-            await self.forget_session(request.user_context.user_id, request.session_id)
+            await self._release.forget(session)
 
         return Interception(finish=release)
 
@@ -404,34 +186,19 @@ class PluginHandlers:
         self, method: str, request: spark_proto.CloneSessionRequest, context: Any
     ) -> Interception | None:
         """A clone of a session with temp tables gets its own copies of them."""
-        try:
-            response = await self.temp_tables.clone(_context(request, context), request)
-        except UpstreamFailed as exc:
-            await relay_upstream_error(exc.error, context)
+        response = await self._cloner.clone(_context(request, context), request)
         return None if response is None else Interception(answer=response)
-
-    async def forget_session(
-        self, user_id: str, session_id: str, server_side_session_id: str | None = None
-    ) -> bool:
-        """Drop all the gateway keeps for a session that is gone (released, expired or lost).
-
-        With ``server_side_session_id``, only if the session is still that
-        upstream session: a CTTAS may have started a new one meanwhile.
-        False when the session lives on.
-        """
-        self._server_side_ids.pop(session_id, None)
-        self.scans.forget(user_id, session_id)
-        return await self.temp_tables.release(user_id, session_id, server_side_session_id)
 
     async def release_execute(
         self, method: str, request: spark_proto.ReleaseExecuteRequest, context: Any
     ) -> Interception | None:
         if not request.release_until.response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
             return None
+        session = self._sessions.find(request.user_context.user_id, request.session_id)
         return Interception(
             answer=spark_proto.ReleaseExecuteResponse(
                 session_id=request.session_id,
-                server_side_session_id=self._server_side_ids.get(request.session_id, ""),
+                server_side_session_id="" if session is None else session.server_side_session_id,
                 operation_id=request.operation_id,
             )
         )
@@ -443,3 +210,19 @@ class PluginHandlers:
             return None
         request.ClearField("last_response_id")
         return Interception(request=request)
+
+
+def _no_progress(response: spark_proto.ExecutePlanResponse) -> None:
+    """Analysis runs nothing that reports progress."""
+
+
+def _after_all(outcomes: list[Outcome]) -> Callable[[], Awaitable[None]] | None:
+    hooks = [o.after for o in outcomes if o.after is not None]
+    if not hooks:
+        return None
+
+    async def run_all() -> None:
+        for hook in hooks:
+            await hook()
+
+    return run_all

@@ -1,48 +1,176 @@
-"""Finding plugin messages inside Spark Connect requests.
+"""Decoding requests of any depth Spark accepts, and finding plugin messages in them.
 
-The gateway parses a request only as far as it needs to: it walks the message
-tree for ``extension`` fields (``google.protobuf.Any`` on Relation, Expression
-and Command), and reports each one with the path that leads to it, so a later
-rewrite can replace exactly that node and keep its ``plan_id``.
+protobuf's Python runtime stops decoding at 100 nested messages, which an
+ordinary loop of ``withColumn`` calls passes at about 48 relations. Spark
+itself accepts plans up to its marshaller's limit (1024 levels by default),
+so the gateway decodes a request the fast way first and, only when that
+fails, measures its nesting on the wire (schema-aware, without recursion)
+and decodes it again with the runtime's depth limit lifted if it is no
+deeper than Spark accepts. A deeper request is forwarded undecoded, for
+Spark to refuse; the lifted limit is never used on bytes that were not
+measured, since the runtime's decoder recurses on the C stack.
+
+The message tree is then walked without recursion for ``extension`` fields
+(``google.protobuf.Any`` on Relation, Expression and Command); each one is
+reported with its holder, so a rewrite can replace exactly that node and
+keep its ``plan_id``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from google.protobuf.any_pb2 import Any as AnyProto
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import Message
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.internal import api_implementation
+from google.protobuf.message import DecodeError, Message
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin import proto
-from connect_plugin.errors import SessionMismatch, UnknownExtension
-
-PLUGIN_MESSAGES: dict[str, type[Message]] = {
-    cls.DESCRIPTOR.full_name: cls
-    for cls in (
-        proto.CreateTempTableAsSelect,
-        proto.DropTempTable,
-        proto.ListTempTables,
-        proto.ReadTempTable,
-        proto.Scan,
-    )
-}
+MAX_PLAN_DEPTH = 1024
+"""Nesting Spark accepts by default (``spark.connect.grpc.marshallerRecursionLimit``)."""
 
 _TYPE_MESSAGE = FieldDescriptor.TYPE_MESSAGE
-_EXTENSION_HOLDERS = frozenset(
-    ("spark.connect.Relation", "spark.connect.Expression", "spark.connect.Command")
-)
+_HOLDER_KINDS: dict[object, str] = {
+    spark_proto.Relation.DESCRIPTOR: "relation",
+    spark_proto.Expression.DESCRIPTOR: "expression",
+    spark_proto.Command.DESCRIPTOR: "command",
+}
+_PATHS: dict[object, frozenset[object]] = {}
+"""Per message type, the fields that can lead to an extension holder (computed once)."""
+M = TypeVar("M", bound=Message)
+
+
+def _depth_switch() -> Callable[[bool], None] | None:
+    """Turns the runtime's decoding depth limit off and on again; None if it cannot."""
+    if api_implementation.Type() == "upb":
+        upb: object = importlib.import_module("google._upb._message")
+        switch: Callable[[bool], None] = getattr(upb, "SetAllowOversizeProtos")  # noqa: B009
+        return switch
+    if api_implementation.Type() == "python":
+        decoder = importlib.import_module("google.protobuf.internal.decoder")
+        default = decoder.DEFAULT_RECURSION_LIMIT
+
+        def python_switch(deep: bool) -> None:
+            decoder.SetRecursionLimit(MAX_PLAN_DEPTH + 1 if deep else default)
+
+        return python_switch
+    return None
+
+
+_SWITCH = _depth_switch()
+
+
+@contextlib.contextmanager
+def deep_messages() -> Iterator[None]:
+    """Lift the runtime's depth limit for synchronous work on messages already measured.
+
+    The runtime re-parses a message it copies (``CopyFrom``, constructors),
+    so building a Spark request around a deep client relation needs this
+    too. Never hold it across an ``await``: other requests decode meanwhile.
+    """
+    if _SWITCH is None:
+        yield
+        return
+    _SWITCH(True)
+    try:
+        yield
+    finally:
+        _SWITCH(False)
+
+
+def decode(message_type: type[M], data: bytes) -> M | None:
+    """``data`` decoded as ``message_type``; None when malformed or deeper than Spark accepts."""
+    try:
+        return message_type.FromString(data)
+    except DecodeError:
+        pass
+    descriptor: Descriptor = message_type.DESCRIPTOR  # type: ignore[assignment]
+    depth = nesting_depth(data, descriptor, MAX_PLAN_DEPTH)
+    if depth is None or _SWITCH is None:
+        return None
+    with deep_messages():
+        try:
+            return message_type.FromString(data)
+        except DecodeError:
+            return None
+
+
+def unpack(packed: AnyProto, message_type: type[M]) -> M | None:
+    """The message an ``Any`` holds, decoded like a request; None when it is not one."""
+    if not packed.Is(message_type.DESCRIPTOR):
+        return None
+    return decode(message_type, packed.value)
+
+
+def nesting_depth(data: bytes, descriptor: Descriptor, limit: int) -> int | None:
+    """How deep messages nest in ``data``; None when malformed or deeper than ``limit``.
+
+    Walks the wire format with an explicit stack, following only fields the
+    schema declares as messages (bytes and strings are skipped whole).
+    """
+    stack: list[tuple[Descriptor | None, int]] = [(descriptor, len(data))]
+    position, deepest = 0, 1
+    while stack:
+        owner, end = stack[-1]
+        if position >= end:
+            if position > end:
+                return None
+            stack.pop()
+            continue
+        key, position = _varint(data, position)
+        wire_type, number = key & 7, key >> 3
+        if wire_type == 0:
+            _, position = _varint(data, position)
+        elif wire_type == 1:
+            position += 8
+        elif wire_type == 5:
+            position += 4
+        elif wire_type == 2:
+            length, position = _varint(data, position)
+            field = owner.fields_by_number.get(number) if owner is not None else None
+            if field is not None and field.type == _TYPE_MESSAGE:
+                stack.append((field.message_type, position + length))
+                deepest = max(deepest, len(stack))
+                if deepest > limit:
+                    return None
+            else:
+                position += length
+        else:
+            return None
+        if position < 0:
+            return None
+    return deepest
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """The varint at ``position`` and the position after it; -1 past the end."""
+    value, shift = 0, 0
+    while position < len(data):
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+    return 0, -1
 
 
 @dataclass(frozen=True)
-class FoundExtension:
-    """One extension in a request: its holder node and the unpacked plugin message."""
+class Extension:
+    """One ``extension`` field in a request: its holder node, where it sits, what it holds."""
 
     holder: Message
-    type_name: str
-    message: Message
+    kind: str
+    """``relation``, ``expression`` or ``command``: the type of the holder."""
+    packed: AnyProto
+
+    @property
+    def type_name(self) -> str:
+        return type_name_of(self.packed)
 
 
 def type_name_of(any_message: AnyProto) -> str:
@@ -65,51 +193,78 @@ def _children(message: Message) -> Iterator[Message]:
             yield value
 
 
-def _walk_extensions(message: Message) -> Iterator[tuple[Message, AnyProto]]:
-    if message.DESCRIPTOR.full_name in _EXTENSION_HOLDERS and message.HasField("extension"):
-        yield message, message.extension  # type: ignore[attr-defined]
-        return
-    for child in _children(message):
-        yield from _walk_extensions(child)
+def _paths(descriptor: Descriptor) -> frozenset[object]:
+    """The message fields of ``descriptor`` through which a Relation, Expression or Command
+    can be reached; a walk skips every other field (literals, types, options...)."""
+    found = _PATHS.get(descriptor)
+    if found is not None:
+        return found
+    reaches: dict[object, bool] = {}
+    pending: list[Descriptor] = [descriptor]
+    graph: dict[object, list[FieldDescriptor]] = {}
+    while pending:
+        current = pending.pop()
+        if current in graph:
+            continue
+        fields = [f for f in current.fields if f.type == _TYPE_MESSAGE]
+        graph[current] = fields
+        pending.extend(f.message_type for f in fields if f.message_type not in graph)
+    for kind in graph:
+        reaches[kind] = kind in _HOLDER_KINDS
+    changed = True
+    while changed:
+        changed = False
+        for kind, fields in graph.items():
+            if not reaches[kind] and any(reaches[f.message_type] for f in fields):
+                reaches[kind] = changed = True
+    for kind, fields in graph.items():
+        _PATHS.setdefault(kind, frozenset(f for f in fields if reaches[f.message_type]))
+    return _PATHS[descriptor]
+
+
+def extensions(message: Message) -> list[Extension]:
+    """Every ``extension`` in ``message``'s tree in document order, not looking into them."""
+    found: list[Extension] = []
+    pending = [message]
+    while pending:
+        current = pending.pop()
+        descriptor = current.DESCRIPTOR
+        kind = _HOLDER_KINDS.get(descriptor)
+        if kind is not None and current.HasField("extension"):
+            found.append(Extension(current, kind, current.extension))  # type: ignore[attr-defined]
+            continue
+        paths = _paths(descriptor)  # type: ignore[arg-type]
+        children: list[Message] = []
+        for field, value in current.ListFields():
+            if field not in paths:
+                continue
+            if not field.is_repeated:
+                children.append(value)
+            elif field.message_type.GetOptions().map_entry:
+                children.extend(value.values())
+            else:
+                children.extend(value)
+        children.reverse()
+        pending.extend(children)
+    return found
 
 
 def walk_relations(message: Message) -> Iterator[spark_proto.Relation]:
     """Every Spark ``Relation`` inside ``message``, parents before their inputs."""
-    if isinstance(message, spark_proto.Relation):
-        yield message
-    for child in _children(message):
-        yield from walk_relations(child)
+    pending = [message]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, spark_proto.Relation):
+            yield current
+        pending.extend(reversed(list(_children(current))))
 
 
-def find_extensions(
-    request: Message, *, session_id: str, forwarded_prefixes: tuple[str, ...] = ()
-) -> list[FoundExtension]:
-    """Every plugin message in ``request``, checked against the request's session.
-
-    Extensions whose type name starts with one of ``forwarded_prefixes`` belong
-    to other server-side plugins and are left for Spark. Anything else that is
-    not ours is refused by name, so a client never gets a confusing error from
-    deep inside Spark for a message the gateway should have handled.
-    """
-    found: list[FoundExtension] = []
-    for holder, packed in _walk_extensions(request):
-        name = type_name_of(packed)
-        if name.startswith(forwarded_prefixes) and forwarded_prefixes:
-            continue
-        cls = PLUGIN_MESSAGES.get(name)
-        if cls is None:
-            raise UnknownExtension(
-                f"the plan holds an extension message of type [{name}] that this "
-                "connect-plugin gateway does not know; known: "
-                + ", ".join(sorted(PLUGIN_MESSAGES))
-            )
-        message = cls()
-        packed.Unpack(message)
-        message_session = getattr(message, "session_id", "")
-        if message_session != session_id:
-            raise SessionMismatch(
-                f"a [{name}] message for session [{message_session}] was sent in "
-                f"session [{session_id}]; plugin messages may only act on their own session"
-            )
-        found.append(FoundExtension(holder=holder, type_name=name, message=message))
-    return found
+def replace_node(holder: spark_proto.Relation, result: spark_proto.Relation) -> None:
+    """Put ``result`` where ``holder`` was, keeping the node's plan id."""
+    common = spark_proto.RelationCommon()
+    had_common = holder.HasField("common")
+    if had_common:
+        common.CopyFrom(holder.common)
+    holder.CopyFrom(result)
+    if had_common:
+        holder.common.CopyFrom(common)

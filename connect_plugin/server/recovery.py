@@ -1,10 +1,10 @@
-"""Start-up of the temp-table service: load the registry, repair, sweep.
+"""Start-up of the gateway's session state: load the registry, repair, sweep.
 
 A gateway may have died anywhere (SIGKILL included). Before it serves again:
 
-1. Every stored session is looked up upstream (without creating it). A
-   session the upstream no longer has, or has under another server-side id,
-   is gone: its folder and rows are deleted. A live one keeps its ready
+1. Every stored session is probed upstream (without creating it). A session
+   the upstream no longer has, or has under another server-side id, is
+   gone: its folder and rows are deleted. A live one keeps its ready
    tables, whose views are still in the upstream session.
 2. Tables a crash left ``creating`` are rolled back: their write operation is
    interrupted and awaited, the name goes back to what it was (the view of
@@ -14,8 +14,9 @@ A gateway may have died anywhere (SIGKILL included). Before it serves again:
    no table row (half-written) are deleted, each one logged.
 
 When the upstream cannot be asked, nothing of the session is deleted: its
-ready tables are served and its unfinished rows are retried in the
-background, under the session's lock, until the upstream answers.
+ready tables are served, the session is ``REPAIRING`` (statements in it
+wait), and its unfinished rows are retried in the background, each attempt
+under the session's lock, until the upstream answers.
 """
 
 from __future__ import annotations
@@ -27,15 +28,18 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError, WorkspaceError
-from connect_plugin.server.registry import SessionEntry
+from connect_plugin.server.liveness import Liveness, probe
+from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.session_store import StoredTable, TableState
-from connect_plugin.server.upstream import SessionContext, UpstreamFailed, UpstreamSession
-
-if TYPE_CHECKING:
-    from connect_plugin.server.temp_tables import TempTables
+from connect_plugin.server.sessions import Lifecycle, Session, SessionRegistry
+from connect_plugin.server.upstream import Upstream, UpstreamSession
+from connect_plugin.server.views import create_view, drop_view
+from connect_plugin.server.workspace import Workspace
+from connect_plugin.server.writes import stop_write
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +53,21 @@ class _Unanswered(Exception):
 
 
 class Recovery:
-    """What start-up found and did, kept for the log line and for tests."""
+    """Repairs what a previous run left; keeps what it found and did for the log and tests."""
 
-    def __init__(self, tables: TempTables) -> None:
-        self._tables = tables
+    def __init__(
+        self,
+        config: Config,
+        registry: SessionRegistry,
+        workspace: Workspace,
+        upstream: Upstream,
+        release: SessionRelease,
+    ) -> None:
+        self._timeout = config.recovery_timeout_s
+        self._registry = registry
+        self._workspace = workspace
+        self._upstream = upstream
+        self._release = release
         self.sessions = 0
         self.ready_tables = 0
         self.rolled_back: list[Path] = []
@@ -62,14 +77,9 @@ class Recovery:
         self.seconds = 0.0
         self._background: set[asyncio.Task[None]] = set()
 
-    @property
-    def _timeout(self) -> float:
-        return self._tables.config.recovery_timeout_s
-
     async def run(self) -> None:
         started = time.monotonic()
-        registry = self._tables.registry
-        snapshot = registry.load()
+        snapshot = self._registry.load()
         self.sessions = len(snapshot.sessions)
         self.ready_tables = sum(row.state is TableState.READY for row in snapshot.tables)
         unfinished: dict[tuple[str, str], list[StoredTable]] = defaultdict(list)
@@ -78,8 +88,8 @@ class Recovery:
                 unfinished[row.user_id, row.session_id].append(row)
         await asyncio.gather(
             *(
-                self._recover(entry, unfinished.get((entry.user_id, entry.session_id), []))
-                for entry in registry.sessions()
+                self._recover(session, unfinished.get(session.key, []))
+                for session in self._registry.sessions()
             )
         )
         self._sweep()
@@ -107,84 +117,76 @@ class Recovery:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _recover(self, entry: SessionEntry, unfinished: list[StoredTable]) -> None:
-        context = SessionContext.of_stored(entry.user_id, entry.session_id)
-        await entry.lock.acquire()
-        handed_over = False
+    async def _recover(self, session: Session, unfinished: list[StoredTable]) -> None:
         try:
-            await self._repair(entry, context, unfinished)
+            async with session.lock:
+                await self._repair(session, unfinished)
         except _Unanswered as exc:
             log.warning(
                 "cannot ask the Spark Connect server about session %s now (%s); its tables "
                 "are kept and %d unfinished ones retried in the background",
-                entry.session_id,
+                session.session_id,
                 exc,
                 len(unfinished),
             )
             if unfinished:
-                task = asyncio.ensure_future(self._retry(entry, context, unfinished))
+                session.move_to(Lifecycle.REPAIRING)
+                task = asyncio.ensure_future(self._retry(session, unfinished))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
-                handed_over = True
-        finally:
-            if not handed_over:
-                entry.lock.release()
 
-    async def _retry(
-        self, entry: SessionEntry, context: SessionContext, unfinished: list[StoredTable]
-    ) -> None:
-        """Repair a session whose upstream did not answer; holds (then frees) its lock."""
+    async def _retry(self, session: Session, unfinished: list[StoredTable]) -> None:
+        """Repair a session whose upstream did not answer, until it does or the session ends."""
         delay = RETRY_FIRST_S
-        try:
-            while True:
-                await asyncio.sleep(delay)
-                try:
-                    await self._repair(entry, context, unfinished)
-                    return
-                except _Unanswered as exc:
-                    log.debug("session %s still unanswered: %s", entry.session_id, exc)
-                    delay = min(delay * 2, RETRY_MAX_S)
-        finally:
-            entry.lock.release()
+        while session.state is Lifecycle.REPAIRING:
+            await asyncio.sleep(delay)
+            try:
+                async with session.lock:
+                    if session.state is not Lifecycle.REPAIRING:
+                        return
+                    await self._repair(session, unfinished)
+                    if session.state is Lifecycle.REPAIRING:
+                        session.move_to(Lifecycle.ACTIVE)
+            except _Unanswered as exc:
+                log.debug("session %s still unanswered: %s", session.session_id, exc)
+                delay = min(delay * 2, RETRY_MAX_S)
 
-    async def _repair(
-        self, entry: SessionEntry, context: SessionContext, unfinished: list[StoredTable]
-    ) -> None:
-        upstream = self._tables.upstream(context)
-        current = await self._ask(upstream.current_server_side_session_id())
-        known = entry.server_side_session_id
-        if current is None or (known and current != known):
-            self._session_gone(entry)
+    async def _repair(self, session: Session, unfinished: list[StoredTable]) -> None:
+        """Probe the session, then finish its unfinished rows (the caller holds its lock)."""
+        upstream = self._upstream.stored(session.user_id, session.session_id)
+        found = await probe(upstream, session.server_side_session_id, self._timeout)
+        if found.liveness is Liveness.UNKNOWN:
+            raise _Unanswered(found.reason)
+        if found.liveness is Liveness.GONE:
+            log.info(
+                "Session [%s] no longer exists on the Spark Connect server; its temporary "
+                "tables go.",
+                session.session_id,
+            )
+            if self._release.discard(session):
+                self.sessions_gone.append(session.session_id)
             return
-        if not known:
-            entry.server_side_session_id = current
-            # Time 0 keeps the stored activity: recovery is not the client's activity.
-            self._tables.registry.store.touch(entry.user_id, entry.session_id, 0.0, current)
+        if not session.server_side_session_id:
+            self._registry.record_server_side_session(session, found.server_side_session_id)
         for row in sorted(unfinished, key=lambda r: r.state is TableState.DROPPING):
-            await self._finish(entry, context, upstream, row)
+            await self._finish(session, upstream, row)
 
-    async def _finish(
-        self,
-        entry: SessionEntry,
-        context: SessionContext,
-        upstream: UpstreamSession,
-        row: StoredTable,
-    ) -> None:
+    async def _finish(self, session: Session, upstream: UpstreamSession, row: StoredTable) -> None:
         """Roll back a ``creating`` table or finish a ``dropping`` one."""
         table = row.table
         if row.state is TableState.CREATING and row.operation_id:
-            await self._ask(self._tables.stop_write(upstream, row.operation_id, table.name))
-        ready = entry.tables.get(table.key)
+            await self._ask(stop_write(upstream, row.operation_id, table.name, self._timeout))
+        ready = session.tables.get(table.key)
         if ready is not None and row.state is TableState.CREATING:
-            await self._ask(self._tables.restore_view(context, ready))
+            await self._ask(create_view(upstream, ready, replace=True))
         elif ready is None:
-            await self._ask(self._tables.drop_view(context, table.name))
+            await self._ask(drop_view(upstream, table.name))
         try:
-            self._tables.workspace.remove(table.location)
+            self._workspace.remove(table.location)
         except WorkspaceError:
             log.exception("temporary table [%s]: its folder stays for the next start", table.name)
             return
-        self._tables.registry.remove([table])
+        self._registry.remove([table])
         if row.state is TableState.CREATING:
             log.info(
                 "Temporary table [%s] was rolled back: the gateway stopped while creating it.",
@@ -201,37 +203,22 @@ class Recovery:
             return await asyncio.wait_for(call, self._timeout)
         except (TimeoutError, asyncio.TimeoutError) as exc:
             raise _Unanswered(f"no answer within {self._timeout:.0f} s") from exc
-        except UpstreamFailed as exc:
-            raise _Unanswered(exc.message) from exc
         except ConnectPluginError as exc:
             raise _Unanswered(str(exc)) from exc
 
-    def _session_gone(self, entry: SessionEntry) -> None:
-        """The upstream no longer has the session: its views are gone, so are its tables."""
-        log.info(
-            "Session [%s] no longer exists on the Spark Connect server; its temporary tables go.",
-            entry.session_id,
-        )
-        if self._tables.discard(entry):
-            self.sessions_gone.append(entry.session_id)
-
     def _sweep(self) -> None:
         """Delete session folders nobody owns and table folders no row names."""
-        workspace = self._tables.workspace
-        live = {entry.session_id for entry in self._tables.registry.sessions()}
-        rows = {
-            (row.session_id, row.table.location.name)
-            for row in self._tables.registry.store.load().tables
-        }
-        for session_id in workspace.session_ids():
+        live = {session.session_id for session in self._registry.sessions()}
+        rows = {(row.session_id, row.table.location.name) for row in self._registry.table_rows()}
+        for session_id in self._workspace.session_ids():
             try:
                 if session_id not in live:
-                    removed = workspace.remove_session(session_id)
+                    removed = self._workspace.remove_session(session_id)
                     if removed is not None:
                         self.swept.append(removed)
                     continue
-                for folder in workspace.table_folders(session_id):
-                    if (session_id, folder.name) not in rows and workspace.remove(folder):
+                for folder in self._workspace.table_folders(session_id):
+                    if (session_id, folder.name) not in rows and self._workspace.remove(folder):
                         log.info("Deleted half-written temporary table location [%s]", folder)
                         self.swept.append(folder)
             except ConnectPluginError:

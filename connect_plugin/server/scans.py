@@ -11,16 +11,16 @@ partition columns prune files, and replaces the ``Scan`` node by
 permanent table: its files, format and schema come from the table, and its
 ``k=v`` partition directories become typed columns.
 
-Spark has no column pruning for Python data sources, so a row count
-(``df.count()``: an ungrouped ``Aggregate`` of counts straight over a scan)
-is rewritten here into a scan with no columns, which decodes no values.
+Spark has no column pruning for Python data sources, so row counts over a
+scan are rewritten before dispatch into scans that decode no values
+(``scan_counts``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -32,22 +32,23 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from connect_plugin import proto
-from connect_plugin.errors import PlanError
+from connect_plugin.errors import PlanError, UpstreamFailed
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from connect_plugin.scanning.spark_source import (
-    COUNT_COLUMN,
     COUNT_OPTION,
     PUSHDOWN_OPTION,
     SPEC_OPTION,
     data_source_class,
 )
 from connect_plugin.scanning.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
-from connect_plugin.server.plans import type_name_of, walk_relations
-from connect_plugin.server.statements import Name
-from connect_plugin.server.temp_tables import TempTables
+from connect_plugin.server.handlers import Call, Handler, Outcome
+from connect_plugin.server.requests import Name, ScanFiles
+from connect_plugin.server.scan_counts import prune_counted_scans
+from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import (
     SessionContext,
-    UpstreamFailed,
+    Upstream,
     UpstreamSession,
     quote_identifier,
 )
@@ -64,22 +65,41 @@ _PARTITIONINGS = {
     proto.Partitioning.PARTITIONING_HIVE: "hive",
 }
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
-_SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
-_UNGROUPED = (
-    spark_proto.Aggregate.GroupType.GROUP_TYPE_UNSPECIFIED,
-    spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY,
-)
+
+
+class ScanHandler(Handler[ScanFiles]):
+    """``Scan`` relations; analysing one registers the source too (Spark needs it for the schema)."""
+
+    request_type = ScanFiles
+    message_type = proto.Scan
+
+    def __init__(self, scans: Scans) -> None:
+        self._scans = scans
+
+    @classmethod
+    def from_message(cls, message: proto.Scan) -> ScanFiles:
+        return ScanFiles(message)
+
+    def rewrite_plan(self, tree: Message) -> bool:
+        return prune_counted_scans(tree)
+
+    async def analyze(self, call: Call, request: ScanFiles) -> Outcome:
+        return await self.execute(call, request)
+
+    async def execute(self, call: Call, request: ScanFiles) -> Outcome:
+        return Outcome(await self._scans.relation(call.context, request.message))
 
 
 class Scans:
     """Scan relations of every session, over the temp tables for ``table=`` scans."""
 
-    def __init__(self, temp_tables: TempTables) -> None:
-        self.temp_tables = temp_tables
-        self._registered: set[tuple[str, str]] = set()
+    def __init__(self, registry: SessionRegistry, tables: Tables, upstream: Upstream) -> None:
+        self._registry = registry
+        self._tables = tables
+        self._upstream = upstream
 
     async def relation(self, session: SessionContext, message: proto.Scan) -> spark_proto.Relation:
-        upstream = self.temp_tables.upstream(session)
+        upstream = self._upstream.session(session)
         spec = await self._spec(upstream, session, message)
         await self._register(upstream, session)
         pushdown = (await upstream.config([PUSHDOWN_CONF])).get(PUSHDOWN_CONF)
@@ -92,12 +112,10 @@ class Scans:
             source.options[COUNT_OPTION] = "true"
         return relation
 
-    def forget(self, user_id: str, session_id: str) -> None:
-        self._registered.discard((user_id, session_id))
-
-    async def _register(self, upstream: UpstreamSession, session: SessionContext) -> None:
-        key = (session.user_id, session.session_id)
-        if key in self._registered:
+    async def _register(self, upstream: UpstreamSession, context: SessionContext) -> None:
+        """Register the scan source in the session, once (the session remembers it)."""
+        session = self._registry.open(context.user_id, context.session_id)
+        if session.scan_source_registered:
             return
         cls = data_source_class()
         command = spark_proto.Command()
@@ -111,7 +129,7 @@ class Scans:
             await upstream.set_config({PUSHDOWN_CONF: "true"})
         except UpstreamFailed as exc:
             raise PlanError(f"registering the scan data source failed: {exc}") from exc
-        self._registered.add(key)
+        session.scan_source_registered = True
 
     async def _spec(
         self, upstream: UpstreamSession, session: SessionContext, message: proto.Scan
@@ -144,7 +162,7 @@ class Scans:
     async def _table(
         self, upstream: UpstreamSession, session: SessionContext, name: str
     ) -> _TableSource:
-        temp = self.temp_tables.lookup(session, Name((name,)))
+        temp = self._tables.lookup(session, Name((name,)))
         if temp is not None:
             struct = StructType.fromJson(json.loads(temp.schema_json))
             return _TableSource(
@@ -262,108 +280,3 @@ async def _parse_ddl(upstream: UpstreamSession, ddl: str) -> spark_proto.DataTyp
         raise PlanError(f"scan: the schema [{ddl}] is not valid DDL: {exc}") from exc
     parsed: spark_proto.DataType = response.ddl_parse.parsed
     return parsed
-
-
-def prune_counted_scans(request: Message) -> bool:
-    """Make scans under a bare row count read no columns, and sum per-file counts.
-
-    Qualifies: an ungrouped ``Aggregate`` (``df.count()``, ``df.agg(...)``)
-    or a ``Project`` (``df.select(F.count("*"))``) straight over a ``Scan``,
-    whose every expression is a count of literals or of ``*``. The scan then
-    decodes no values. When every expression is ``count(1)`` or ``count(*)``
-    (aliased or not), the counts are pushed into the scan as well: it yields
-    one row per file with its record count, and each expression becomes the
-    sum of those, named as before. A scan that skips bad records keeps its
-    columns, because which records are dropped depends on them. Returns
-    whether anything changed.
-    """
-    changed = False
-    for relation in walk_relations(request):
-        found = _counted_scan(relation)
-        if found is None:
-            continue
-        counted, expressions = found
-        message = proto.Scan()
-        counted.extension.Unpack(message)
-        if message.on_error == proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP:
-            continue
-        names = [_count_name(e) for e in expressions]
-        if not message.count_rows and all(names):
-            message.count_rows = True
-            for expression, name in zip(expressions, names, strict=True):
-                expression.CopyFrom(_sum_of_counts(name or ""))
-        elif not (message.wildcard or message.columns):
-            continue
-        message.wildcard = False
-        del message.columns[:]
-        counted.extension.Pack(message)
-        changed = True
-    return changed
-
-
-def _counted_scan(
-    relation: spark_proto.Relation,
-) -> tuple[spark_proto.Relation, Sequence[spark_proto.Expression]] | None:
-    """The scan ``relation`` only counts the rows of, and the counting expressions."""
-    if relation.HasField("aggregate"):
-        aggregate = relation.aggregate
-        if aggregate.grouping_expressions or aggregate.group_type not in _UNGROUPED:
-            return None
-        child, expressions = aggregate.input, aggregate.aggregate_expressions
-    elif relation.HasField("project"):
-        child, expressions = relation.project.input, relation.project.expressions
-    else:
-        return None
-    if not child.HasField("extension") or type_name_of(child.extension) != _SCAN_TYPE:
-        return None
-    if not expressions or not all(_counts_rows(e) for e in expressions):
-        return None
-    return child, expressions
-
-
-def _counts_rows(expression: spark_proto.Expression) -> bool:
-    if expression.HasField("alias"):
-        return _counts_rows(expression.alias.expr)
-    if not expression.HasField("unresolved_function"):
-        return False
-    function = expression.unresolved_function
-    if function.function_name.lower() != "count" or function.is_distinct:
-        return False
-    return all(a.HasField("literal") or a.HasField("unresolved_star") for a in function.arguments)
-
-
-def _count_name(expression: spark_proto.Expression) -> str | None:
-    """The output name of ``count(1)``, ``count(*)`` or an alias of one; None for other counts."""
-    if expression.HasField("alias"):
-        inner = expression.alias.expr
-        named = len(expression.alias.name) == 1 and not expression.alias.HasField("metadata")
-        return expression.alias.name[0] if named and _count_name(inner) else None
-    arguments = expression.unresolved_function.arguments
-    if len(arguments) != 1:
-        return None
-    (argument,) = arguments
-    if argument.HasField("unresolved_star") and not argument.unresolved_star.unparsed_target:
-        return "count(1)"
-    literal = argument.literal
-    one = literal.WhichOneof("literal_type") in ("integer", "long") and (
-        literal.integer == 1 or literal.long == 1
-    )
-    return "count(1)" if argument.HasField("literal") and one else None
-
-
-def _sum_of_counts(name: str) -> spark_proto.Expression:
-    """``coalesce(sum(rows), 0L) AS name``: a count's value, type and nullability."""
-    column = spark_proto.Expression()
-    column.unresolved_attribute.unparsed_identifier = quote_identifier(COUNT_COLUMN)
-    total = spark_proto.Expression()
-    total.unresolved_function.function_name = "sum"
-    total.unresolved_function.arguments.append(column)
-    zero = spark_proto.Expression()
-    zero.literal.long = 0
-    coalesced = spark_proto.Expression()
-    coalesced.unresolved_function.function_name = "coalesce"
-    coalesced.unresolved_function.arguments.extend([total, zero])
-    named = spark_proto.Expression()
-    named.alias.expr.CopyFrom(coalesced)
-    named.alias.name.append(name)
-    return named

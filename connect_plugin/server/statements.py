@@ -1,20 +1,34 @@
-"""Recognising the SQL statements the gateway handles itself.
+"""Recognising the SQL statements the gateway handles itself, without stalling anyone.
 
 The text is tokenized by sqlglot's Spark dialect, so comments, string
-literals, backticks and case never fool the match. Only the statement head is
-interpreted; the query of a CTTAS is cut out of the original text at the
-position of its first token and reaches Spark exactly as the user wrote it.
-Anything that is not one of ours returns ``None`` and goes to Spark unchanged.
+literals, backticks and case never fool the match. Only statement heads
+are interpreted: the query of a CTTAS is cut out of the original text at
+the position of its first token and reaches Spark exactly as the user wrote
+it. Anything that is not one of ours is ``None`` and goes to Spark unchanged.
+
+Every client shares the gateway's one event loop, and tokenizing costs
+microseconds per character, so a statement of megabytes must never be
+tokenized whole there:
+
+- a statement whose first keyword (after comments) starts none of ours is
+  decided at once from a bounded prefix;
+- the rest is tokenized in windows that grow (512, 4096, 65536 characters)
+  only while a grammar rule asks for more tokens; nothing past the last
+  window is ever tokenized (``MAX_TOKENIZED_CHARS``);
+- a text longer than ``INLINE_CHARS`` is recognised on a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from pyspark.sql.connect import proto as spark_proto
 from sqlglot import Dialect, Token, TokenError, TokenType
 
 from connect_plugin.errors import TempTableError
+from connect_plugin.server.requests import Name, Request
 
 _SPARK = Dialect.get_or_raise("spark")
 _PUNCTUATION = frozenset(
@@ -31,99 +45,80 @@ _PUNCTUATION = frozenset(
     )
 )
 _NOT_A_NAME = _PUNCTUATION | {TokenType.ALIAS}
+_FIRST_WORD = re.compile(r"[A-Za-z_]+")
+_LINE_COMMENT = re.compile(r"--[^\n]*")
 MAX_NAME_LENGTH = 128
+WINDOWS = (512, 4096, 65536)
+"""Characters tokenized per attempt; a rule that needs more tokens gets the next window."""
+MAX_TOKENIZED_CHARS = WINDOWS[-1]
+PREFIX_CHARS = 4096
+"""How far comments and blanks before the first keyword are looked through."""
+INLINE_CHARS = 2048
+"""Texts up to this long are recognised on the event loop; longer ones on a worker thread."""
+LEFTOVER_SHOWN_CHARS = 80
+
+
+class _NeedMore(Exception):
+    """A rule asked for a token past the current window."""
 
 
 @dataclass(frozen=True)
-class Name:
-    """A possibly qualified object name as the user spelled it."""
+class SqlText:
+    """The SQL a request holds, and how to send another text with the same arguments."""
 
-    parts: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return self.parts[-1]
-
-    @property
-    def qualifier(self) -> str | None:
-        return ".".join(self.parts[:-1]) if len(self.parts) > 1 else None
-
-    def __str__(self) -> str:
-        return ".".join(self.parts)
+    text: str
+    relation_of: Callable[[str], spark_proto.Relation]
 
 
 @dataclass(frozen=True)
-class CreateTempTable:
-    name: Name
-    query: str
-    column_names: tuple[str, ...] = ()
-    format: str | None = None
-    partition_columns: tuple[str, ...] = ()
-    options: dict[str, str] = field(default_factory=dict)
-    if_not_exists: bool = False
-    or_replace: bool = False
+class Window:
+    """The tokens of a text's first ``size`` characters; ``final``: no larger window follows."""
+
+    tokens: list[Token]
+    final: bool
+
+    @classmethod
+    def of(cls, text: str, size: int) -> Window:
+        complete = size >= len(text)
+        return cls(_tokens(text[:size], complete=complete), complete or size >= MAX_TOKENIZED_CHARS)
 
 
-@dataclass(frozen=True)
-class DropTable:
-    name: Name
-    if_exists: bool
+class Cursor:
+    """Walks the tokens of a window of the text, matching keywords by text without case."""
 
-
-@dataclass(frozen=True)
-class DropView:
-    name: Name
-    if_exists: bool
-
-
-@dataclass(frozen=True)
-class ShowTempTables:
-    pass
-
-
-@dataclass(frozen=True)
-class InsertInto:
-    name: Name
-
-
-@dataclass(frozen=True)
-class CreateTempView:
-    name: Name
-
-
-@dataclass(frozen=True)
-class CreatePersistentView:
-    name: Name
-    sources: tuple[Name, ...]
-
-
-Statement = (
-    CreateTempTable
-    | DropTable
-    | DropView
-    | ShowTempTables
-    | InsertInto
-    | CreateTempView
-    | CreatePersistentView
-)
-
-
-class _Cursor:
-    """Walks a token list with keyword matching by text, ignoring case."""
-
-    def __init__(self, sql: str, tokens: Sequence[Token]) -> None:
+    def __init__(self, sql: SqlText, window: Window) -> None:
         self.sql = sql
-        self.tokens = tokens
+        self.text = sql.text
+        self.final = window.final
+        self.tokens = window.tokens
         self.at = 0
+
+    @classmethod
+    def over(cls, sql: SqlText) -> Cursor:
+        """A cursor over all of a (short) text."""
+        return cls(sql, Window.of(sql.text, len(sql.text)))
+
+    def command_words(self) -> Cursor:
+        """The words after SHOW and similar commands, which sqlglot keeps as one string."""
+        token = self._token(self.at)
+        if token is None or token.token_type is not TokenType.STRING:
+            return self
+        return Cursor.over(SqlText(token.text, self.sql.relation_of))
+
+    def _token(self, index: int) -> Token | None:
+        if index < len(self.tokens):
+            return self.tokens[index]
+        if not self.final:
+            raise _NeedMore
+        return None
 
     def peek(self, *words: str) -> bool:
         """Whether the next tokens are ``words`` (each may be 'A|B' alternatives)."""
         for offset, word in enumerate(words):
-            index = self.at + offset
-            if index >= len(self.tokens):
+            token = self._token(self.at + offset)
+            if token is None or token.token_type is TokenType.IDENTIFIER:
                 return False
-            token = self.tokens[index]
-            if token.token_type is TokenType.IDENTIFIER or token.text.upper() not in word.split("|"):
+            if token.text.upper() not in word.split("|"):
                 return False
         return True
 
@@ -138,26 +133,37 @@ class _Cursor:
             raise self.error(f"expected {what}")
 
     def done(self) -> bool:
-        return self.at >= len(self.tokens)
+        return self._token(self.at) is None
 
     def error(self, problem: str) -> TempTableError:
-        if self.done():
+        token = self._token(self.at)
+        if token is None:
             where = "at the end of the statement"
+            if len(self.text) > MAX_TOKENIZED_CHARS:
+                where = f"within its first {MAX_TOKENIZED_CHARS} characters"
         else:
-            token = self.tokens[self.at]
             where = f"at [{token.text}] (line {token.line}, column {token.col})"
         return TempTableError(f"{problem} {where}")
 
     def identifier(self, what: str) -> str:
-        if self.done() or self.tokens[self.at].token_type in _NOT_A_NAME:
+        token = self._token(self.at)
+        if token is None or token.token_type in _NOT_A_NAME:
             raise self.error(f"expected {what}")
-        token = self.tokens[self.at]
         self.at += 1
         return token.text
 
     def name(self, what: str) -> Name:
+        """A dotted name, or ``IDENTIFIER('a.b')`` with a string literal."""
+        if self.peek("IDENTIFIER", "("):
+            self.at += 2
+            literal = self._token(self.at)
+            if literal is None or literal.token_type is not TokenType.STRING:
+                raise self.error(f"expected {what} as a string literal in IDENTIFIER(...)")
+            self.at += 1
+            self.expect("')' after IDENTIFIER('...')", ")")
+            return _name_of(literal.text, what)
         parts = [self.identifier(what)]
-        while not self.done() and self.tokens[self.at].token_type is TokenType.DOT:
+        while (token := self._token(self.at)) is not None and token.token_type is TokenType.DOT:
             self.at += 1
             parts.append(self.identifier(what))
         return Name(tuple(parts))
@@ -171,28 +177,25 @@ class _Cursor:
         return tuple(names)
 
     def literal(self, what: str) -> str:
-        if self.done():
-            raise self.error(f"expected {what}")
-        token = self.tokens[self.at]
-        if token.token_type in _PUNCTUATION and token.token_type not in (
-            TokenType.STRING,
-            TokenType.NUMBER,
+        token = self._token(self.at)
+        if token is None or (
+            token.token_type in _PUNCTUATION
+            and token.token_type not in (TokenType.STRING, TokenType.NUMBER)
         ):
             raise self.error(f"expected {what}")
         self.at += 1
         return token.text
 
-    def option_key(self) -> str:
-        if not self.done() and self.tokens[self.at].token_type is TokenType.STRING:
-            self.at += 1
-            return self.tokens[self.at - 1].text
-        return str(self.name("an option name"))
-
     def options(self) -> dict[str, str]:
         self.expect("'(' before the options", "(")
         options: dict[str, str] = {}
         while True:
-            key = self.option_key()
+            token = self._token(self.at)
+            if token is not None and token.token_type is TokenType.STRING:
+                self.at += 1
+                key = token.text
+            else:
+                key = str(self.name("an option name"))
             self.accept("=")
             options[key] = self.literal(f"a value for option [{key}]")
             if not self.accept(","):
@@ -201,122 +204,108 @@ class _Cursor:
         return options
 
     def rest(self) -> str:
-        return self.sql[self.tokens[self.at].start :] if not self.done() else ""
+        """The original text from the next token on (after the window too)."""
+        token = self._token(self.at)
+        if token is not None:
+            return self.text[token.start :]
+        end = self.tokens[-1].end + 1 if self.tokens else 0
+        return self.text[end:] if len(self.text) > MAX_TOKENIZED_CHARS else ""
+
+    def leftover(self) -> str:
+        """What follows a statement that should have ended here ('' when nothing does).
+
+        A single ``;`` at the very end is part of the statement; comments and
+        blanks never count.
+        """
+        if self.peek(";") and self._token(self.at + 1) is None:
+            return ""
+        rest = self.rest().strip()
+        if len(rest) > LEFTOVER_SHOWN_CHARS:
+            rest = rest[:LEFTOVER_SHOWN_CHARS] + "..."
+        return rest
+
+    def skip_to_end(self) -> None:
+        while not self.done():
+            self.at += 1
 
 
-def tokenize(sql: str) -> list[Token]:
-    """Spark SQL tokens of ``sql``; an empty list for text that is not SQL at all."""
+def _tokens(text: str, *, complete: bool) -> list[Token]:
+    """Spark SQL tokens of ``text``; of a cut text, the ones that are certainly whole."""
+    tokenizer = _SPARK.tokenizer()
     try:
-        return [t for t in _SPARK.tokenize(sql) if t.token_type is not TokenType.SEMICOLON]
+        tokens = list(tokenizer.tokenize(text))
     except TokenError:
-        return []
+        if complete:
+            return []
+        tokens = list(tokenizer.tokens)
+    if not complete and tokens:
+        tokens.pop()
+    return tokens
 
 
-def parse_statement(sql: str) -> Statement | None:
-    """The statement ``sql`` holds when the gateway handles it, else ``None``."""
-    cursor = _Cursor(sql, tokenize(sql))
-    if cursor.accept("CREATE"):
-        return _create(cursor)
-    if cursor.accept("DROP"):
-        return _drop(cursor)
-    if cursor.accept("SHOW"):
-        return _show(sql, cursor)
-    if cursor.accept("INSERT", "INTO|OVERWRITE"):
-        cursor.accept("TABLE")
-        return InsertInto(cursor.name("a table name"))
-    return None
+def _name_of(text: str, what: str) -> Name:
+    try:
+        parts = [t.text for t in _tokens(text, complete=True) if t.token_type is not TokenType.DOT]
+    except TokenError:
+        parts = []
+    if not parts:
+        raise TempTableError(f"expected {what} in IDENTIFIER('{text}')")
+    return Name(tuple(parts))
 
 
-def _show(sql: str, cursor: _Cursor) -> Statement | None:
-    """SHOW statements: sqlglot keeps everything after SHOW as one command string."""
-    if cursor.done():
-        return None
-    rest = cursor.tokens[cursor.at]
-    words = _Cursor(sql, tokenize(rest.text)) if rest.token_type is TokenType.STRING else cursor
-    if words.accept("TEMPORARY|TEMP", "TABLES") and words.done():
-        return ShowTempTables()
-    return None
+Rule = Callable[[Cursor], Request | None]
+"""A grammar rule: the request the statement at the cursor is, or None if it is none of its."""
 
 
-def _create(cursor: _Cursor) -> Statement | None:
-    or_replace = cursor.accept("OR", "REPLACE")
-    if cursor.accept("TEMPORARY|TEMP", "TABLE"):
-        return _create_temp_table(cursor, or_replace)
-    if cursor.accept("GLOBAL"):
-        return None
-    if cursor.accept("TEMPORARY|TEMP", "VIEW"):
-        cursor.accept("IF", "NOT", "EXISTS")
-        return CreateTempView(cursor.name("a view name"))
-    if cursor.accept("VIEW"):
-        cursor.accept("IF", "NOT", "EXISTS")
-        return CreatePersistentView(cursor.name("a view name"), _sources(cursor))
-    return None
+def first_keyword(text: str) -> str:
+    """The first word of a statement after blanks and comments (upper case; '' if none).
+
+    Looks no further than ``PREFIX_CHARS``, so deciding that a statement is
+    none of ours costs the same for any length of statement.
+    """
+    head = text[:PREFIX_CHARS]
+    at = 0
+    while at < len(head):
+        if head[at].isspace():
+            at += 1
+        elif head.startswith("--", at):
+            match = _LINE_COMMENT.match(head, at)
+            at = match.end() if match else len(head)
+        elif head.startswith("/*", at):
+            at = _comment_end(head, at)
+        else:
+            word = _FIRST_WORD.match(head, at)
+            return word.group(0).upper() if word else ""
+    return ""
 
 
-def _create_temp_table(cursor: _Cursor, or_replace: bool) -> CreateTempTable | None:
-    if_not_exists = cursor.accept("IF", "NOT", "EXISTS")
-    name = cursor.name("a temporary table name")
-    column_names: tuple[str, ...] = ()
-    if cursor.peek("("):
-        column_names = cursor.name_list("column names")
-    fmt: str | None = None
-    partition_columns: tuple[str, ...] = ()
-    options: dict[str, str] = {}
-    seen: set[str] = set()
-    while not cursor.peek("AS"):
-        if cursor.done():
+def _comment_end(text: str, at: int) -> int:
+    """Where a (possibly nested) bracketed comment starting at ``at`` ends."""
+    depth, at = 1, at + 2
+    while depth and at < len(text):
+        opening, closing = text.find("/*", at), text.find("*/", at)
+        if closing < 0:
+            return len(text)
+        if 0 <= opening < closing:
+            depth, at = depth + 1, opening + 2
+        else:
+            depth, at = depth - 1, closing + 2
+    return at
+
+
+def recognise(sql: SqlText, rules: Sequence[Rule]) -> Request | None:
+    """The request ``sql`` is, by the first rule that recognises it; None for Spark's own."""
+    for size in WINDOWS:
+        window = Window.of(sql.text, size)
+        try:
+            for rule in rules:
+                found = rule(Cursor(sql, window))
+                if found is not None:
+                    return found
             return None
-        if cursor.accept("USING"):
-            clause, fmt = "USING", cursor.identifier("a format name after USING")
-        elif cursor.accept("PARTITIONED BY") or cursor.accept("PARTITIONED", "BY"):
-            clause, partition_columns = "PARTITIONED BY", cursor.name_list("partition columns")
-        elif cursor.accept("OPTIONS"):
-            clause, options = "OPTIONS", cursor.options()
-        else:
-            raise cursor.error(
-                f"CREATE TEMPORARY TABLE [{name}]: expected USING, PARTITIONED BY, OPTIONS or AS"
-            )
-        if clause in seen:
-            raise cursor.error(f"CREATE TEMPORARY TABLE [{name}]: {clause} given twice")
-        seen.add(clause)
-    cursor.expect("AS", "AS")
-    query = cursor.rest()
-    if not query.strip():
-        raise cursor.error(f"CREATE TEMPORARY TABLE [{name}]: a query must follow AS")
-    return CreateTempTable(
-        name=name,
-        query=query,
-        column_names=column_names,
-        format=fmt,
-        partition_columns=partition_columns,
-        options=options,
-        if_not_exists=if_not_exists,
-        or_replace=or_replace,
-    )
-
-
-def _drop(cursor: _Cursor) -> Statement | None:
-    if cursor.accept("TABLE"):
-        if_exists = cursor.accept("IF", "EXISTS")
-        return DropTable(cursor.name("a table name"), if_exists)
-    if cursor.accept("VIEW"):
-        if_exists = cursor.accept("IF", "EXISTS")
-        return DropView(cursor.name("a view name"), if_exists)
+        except _NeedMore:
+            continue
     return None
-
-
-def _sources(cursor: _Cursor) -> tuple[Name, ...]:
-    """Names that follow FROM or JOIN: the relations a view may read."""
-    sources: list[Name] = []
-    while not cursor.done():
-        if cursor.accept("FROM|JOIN") and not cursor.peek("("):
-            try:
-                sources.append(cursor.name("a relation name"))
-            except TempTableError:
-                continue
-        else:
-            cursor.at += 1
-    return tuple(sources)
 
 
 def check_table_name(name: Name, temp_workspace: str) -> str:

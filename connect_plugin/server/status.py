@@ -1,14 +1,18 @@
-"""The one place where connect-plugin errors become gRPC statuses.
+"""The one place where errors become the gRPC status a client gets.
 
-Each status carries a ``google.rpc.ErrorInfo`` shaped like Spark Connect's
-own, so the stock client raises a real pyspark exception class (for example
-``AnalysisException``) with an ``errorClass`` of ``CONNECT_PLUGIN.*``.
+Each status of our own carries a ``google.rpc.ErrorInfo`` shaped like Spark
+Connect's, so the stock client raises a real pyspark exception class (for
+example ``AnalysisException``) with an ``errorClass`` of ``CONNECT_PLUGIN.*``.
+An ``UpstreamFailed`` is Spark's own answer and reaches the client exactly as
+Spark sent it: code, message and trailers with their details.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf.any_pb2 import Any as AnyProto
@@ -28,6 +32,14 @@ class _Mapping:
 
 
 _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
+    (
+        errors.InvalidSessionId,
+        _Mapping(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "org.apache.spark.SparkSQLException",
+            "CONNECT_PLUGIN.INVALID_SESSION_ID",
+        ),
+    ),
     (
         errors.UnknownExtension,
         _Mapping(
@@ -139,12 +151,23 @@ _FALLBACK = _Mapping(
 )
 
 
+@dataclass(frozen=True)
+class Status:
+    """What ends a client's call: code, message, trailers (with the error details)."""
+
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: Sequence[tuple[str, str | bytes]]
+
+
 def _mapping(exc: BaseException) -> _Mapping:
     return next((m for cls, m in _MAPPINGS if isinstance(exc, cls)), _FALLBACK)
 
 
-def to_grpc_status(exc: BaseException) -> grpc.Status:
-    """A status whose details let pyspark rebuild a typed exception."""
+def to_grpc_status(exc: BaseException) -> Status:
+    """The status of ``exc``: Spark's own for its errors, else one pyspark rebuilds as typed."""
+    if isinstance(exc, errors.UpstreamFailed) and isinstance(exc.status, grpc.aio.AioRpcError):
+        return upstream_status(exc.status)
     mapping = _mapping(exc)
     message = f"[{mapping.error_class}] {exc}"
     info = error_details_pb2.ErrorInfo(
@@ -161,4 +184,24 @@ def to_grpc_status(exc: BaseException) -> grpc.Status:
     status = status_pb2.Status(
         code=getattr(code_pb2, mapping.code.name), message=message, details=[detail]
     )
-    return rpc_status.to_status(status)
+    built = rpc_status.to_status(status)
+    return Status(built.code, built.details, tuple(built.trailing_metadata))
+
+
+def upstream_status(error: grpc.aio.AioRpcError) -> Status:
+    """Exactly the status and trailers Spark sent."""
+    return Status(error.code(), error.details() or "", tuple(error.trailing_metadata() or ()))
+
+
+async def abort_with(exc: BaseException, context: Any) -> NoReturn:
+    """End the client's call with the status of ``exc``."""
+    status = to_grpc_status(exc)
+    await context.abort(status.code, status.details, status.trailing_metadata)
+    raise AssertionError("context.abort returned")
+
+
+async def relay(error: grpc.aio.AioRpcError, context: Any) -> NoReturn:
+    """End the client's call with exactly the status and trailers Spark sent."""
+    status = upstream_status(error)
+    await context.abort(status.code, status.details, status.trailing_metadata)
+    raise AssertionError("context.abort returned")

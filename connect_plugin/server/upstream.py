@@ -15,26 +15,16 @@ from typing import Any
 
 import grpc
 import pyarrow as pa
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.errors import UpstreamUnavailable
+from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
+from connect_plugin.server.plans import deep_messages
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"
-SESSION_GONE_ERRORS = ("INVALID_HANDLE.SESSION_NOT_FOUND", "INVALID_HANDLE.SESSION_CLOSED")
-"""How Spark says it has no such session (any more)."""
-
-
-class UpstreamFailed(Exception):
-    """Spark refused or failed a request the gateway sent on a user's behalf."""
-
-    def __init__(self, error: grpc.aio.AioRpcError) -> None:
-        self.error = error
-        super().__init__(error.details() or error.code().name)
-
-    @property
-    def message(self) -> str:
-        return str(self)
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
 @dataclass(frozen=True)
@@ -74,6 +64,21 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+class Upstream:
+    """The gateway's channel to the Spark Connect server, lent out per session."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.channel = channel
+
+    def session(self, context: SessionContext) -> UpstreamSession:
+        """Requests in the session of a client's call, with that call's metadata."""
+        return UpstreamSession(self.channel, context)
+
+    def stored(self, user_id: str, session_id: str) -> UpstreamSession:
+        """Requests in a session the gateway acts on by itself (expiry, recovery)."""
+        return UpstreamSession(self.channel, SessionContext.of_stored(user_id, session_id))
+
+
 class UpstreamSession:
     """Requests in one user's session over the gateway's upstream channel."""
 
@@ -91,9 +96,10 @@ class UpstreamSession:
         self, plan: spark_proto.Plan, *, operation_id: str | None = None
     ) -> AsyncIterator[spark_proto.ExecutePlanResponse]:
         """Run ``plan`` (as ``operation_id`` if given) and yield every response Spark sends."""
-        request = spark_proto.ExecutePlanRequest(
-            plan=plan, operation_id=operation_id or str(uuid.uuid4())
-        )
+        with deep_messages():
+            request = spark_proto.ExecutePlanRequest(
+                plan=plan, operation_id=operation_id or str(uuid.uuid4())
+            )
         self._stamp(request)
         call = self._channel.unary_stream(
             _SERVICE + "ExecutePlan",
@@ -115,7 +121,9 @@ class UpstreamSession:
         return [response async for response in self.execute(plan)]
 
     async def command(self, command: spark_proto.Command) -> list[spark_proto.ExecutePlanResponse]:
-        return await self.run(spark_proto.Plan(command=command))
+        with deep_messages():
+            plan = spark_proto.Plan(command=command)
+        return await self.run(plan)
 
     async def rows(self, relation: spark_proto.Relation) -> list[dict[str, object]]:
         """The rows of a (small) relation, as dicts."""
@@ -155,10 +163,21 @@ class UpstreamSession:
 
     async def schema(self, relation: spark_proto.Relation) -> spark_proto.DataType:
         request = spark_proto.AnalyzePlanRequest()
-        request.schema.plan.root.CopyFrom(relation)
+        with deep_messages():
+            request.schema.plan.root.CopyFrom(relation)
         response = await self.analyze(request)
         schema: spark_proto.DataType = response.schema.schema
         return schema
+
+    async def same_semantics(
+        self, first: spark_proto.Relation, second: spark_proto.Relation
+    ) -> bool:
+        """Whether Spark resolves both relations to the same result (its ``sameSemantics``)."""
+        request = spark_proto.AnalyzePlanRequest()
+        request.same_semantics.target_plan.root.CopyFrom(first)
+        request.same_semantics.other_plan.root.CopyFrom(second)
+        response = await self.analyze(request)
+        return bool(response.same_semantics.result)
 
     async def set_config(self, pairs: Mapping[str, str]) -> None:
         request = spark_proto.ConfigRequest()
@@ -173,22 +192,16 @@ class UpstreamSession:
         response = await self._unary("Config", request, spark_proto.ConfigResponse)
         return {pair.key: pair.value if pair.HasField("value") else None for pair in response.pairs}
 
-    async def current_server_side_session_id(self) -> str | None:
-        """The upstream's server-side id of this session; ``None`` when it has no such session.
+    async def current_server_side_session_id(self) -> str:
+        """The upstream's server-side id of this session; Spark's error when it has none.
 
         Asks with a ReleaseExecute of an operation that never existed: unlike
-        most RPCs it never creates the session it names.
+        most RPCs (Interrupt and FetchErrorDetails included) it never creates
+        the session it names.
         """
         request = spark_proto.ReleaseExecuteRequest(operation_id=str(uuid.uuid4()))
         request.release_all.SetInParent()
-        try:
-            response = await self._unary(
-                "ReleaseExecute", request, spark_proto.ReleaseExecuteResponse
-            )
-        except UpstreamFailed as exc:
-            if any(error in exc.message for error in SESSION_GONE_ERRORS):
-                return None
-            raise
+        response = await self._unary("ReleaseExecute", request, spark_proto.ReleaseExecuteResponse)
         return str(response.server_side_session_id)
 
     async def release_session(self) -> None:
@@ -239,8 +252,28 @@ class UpstreamSession:
 
 
 def _failure(error: grpc.aio.AioRpcError) -> Exception:
-    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+    if error.code() in _UNREACHABLE:
         return UpstreamUnavailable(
             f"the Spark Connect server did not answer the gateway: {error.details()}"
         )
-    return UpstreamFailed(error)
+    return upstream_failure(error)
+
+
+def upstream_failure(error: grpc.aio.AioRpcError) -> UpstreamFailed:
+    """Spark's error as ``UpstreamFailed``, with the error class and id its ErrorInfo gives."""
+    error_class = error_id = ""
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:  # details that contradict the status code
+        status = None
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            error_class = info.metadata.get("errorClass", "")
+            error_id = info.metadata.get("errorId", "")
+    return UpstreamFailed(
+        error.details() or error.code().name,
+        error_class=error_class,
+        error_id=error_id,
+        status=error,
+    )

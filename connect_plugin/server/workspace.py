@@ -37,12 +37,13 @@ _NO_LINKS = frozenset((errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP))
 
 
 def _checked_session_id(session_id: str) -> str:
-    try:
-        return str(uuid.UUID(session_id))
-    except ValueError:
+    """The folder name of a session: its id, which must already be a canonical UUID."""
+    if not _is_uuid(session_id):
         raise WorkspaceError(
-            f"session id [{session_id}] is not a UUID; Spark Connect session ids always are"
-        ) from None
+            f"session id [{session_id}] is not a canonical UUID (lower-case 8-4-4-4-12 hex); "
+            "the workspace keeps no folder for it"
+        )
+    return session_id
 
 
 def _is_uuid(name: str) -> bool:

@@ -38,7 +38,7 @@ def test_generated_code_is_in_sync_with_proto_sources(tmp_path: Path) -> None:
 
 def test_every_proto_message_carries_a_session_id() -> None:
     from connect_plugin import proto
-    from connect_plugin.server.plans import PLUGIN_MESSAGES
+    from connect_plugin.proto import PLUGIN_RELATIONS as PLUGIN_MESSAGES
 
     assert set(PLUGIN_MESSAGES) == {
         f"connect_plugin.v1.{name}"

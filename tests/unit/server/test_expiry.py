@@ -1,39 +1,30 @@
-"""The session watch without Spark: activity counting, lost-session signals, an unreachable upstream.
+"""The session watch against a fake upstream: activity, idle expiry, lost sessions, forgetting.
 
-The upstream channel points at a port nobody listens on, so probes fail the
-way an unreachable server does: nothing may be deleted then.
+Sweeps are called directly and endings awaited (``watch.settle()``); the
+fake answers with Spark's recorded errors, so every decision is made on the
+ErrorInfo Spark really sends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import uuid
 from pathlib import Path
 
-import grpc
 import pytest
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.embedded import free_port
-from connect_plugin.server.expiry import SessionWatch, spark_duration_s
-from connect_plugin.server.session_store import StoredSession, TableState, TempTable
-from connect_plugin.server.temp_tables import TempTables
+from connect_plugin.server.expiry import spark_duration_s
+from connect_plugin.server.session_store import now
+from connect_plugin.server.sessions import Lifecycle
+from tests.unit.server.fake_upstream import FakeUpstream
+from tests.unit.server.session_state import config, session_state, stage_table
+from tests.unit.server.spark_errors import rpc_error
 
 USER = "ann"
-
-
-def _config(workspace: Path, **settings: float) -> Config:
-    return Config(
-        port=0,
-        upstream=f"sc://127.0.0.1:{free_port()}",
-        workspace=workspace,
-        conf_dir=None,
-        recovery_timeout_s=2.0,
-        **settings,  # type: ignore[arg-type]
-    )
+CHANGED = "INVALID_HANDLE.SESSION_CHANGED"
+IDLE_S = 60.0
 
 
 def _request(session_id: str) -> spark_proto.ConfigRequest:
@@ -57,85 +48,118 @@ def test_unreadable_spark_durations(text: str) -> None:
 
 def test_settings_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="session_idle_timeout_s"):
-        _config(tmp_path, session_idle_timeout_s=-1.0)
+        config(tmp_path, "sc://127.0.0.1:1", session_idle_timeout_s=-1.0)
     with pytest.raises(ConfigError, match="session_sweep_interval_s"):
-        _config(tmp_path, session_sweep_interval_s=0.0)
+        config(tmp_path, "sc://127.0.0.1:1", session_sweep_interval_s=0.0)
 
 
-def test_unreachable_upstream_expires_and_drops_nothing_and_signals_drop_lost_sessions(
+def test_idle_sessions_with_tables_are_released_busy_and_unanswered_ones_are_kept(
     tmp_path: Path,
 ) -> None:
     workspace = tmp_path / "ws"
-    config = _config(workspace, session_idle_timeout_s=0.01)
-    forgotten: list[tuple[str, str, str | None]] = []
+    idle, busy = str(uuid.uuid4()), str(uuid.uuid4())
 
     async def scenario() -> None:
-        channel = grpc.aio.insecure_channel(config.upstream_target)
-        tables = TempTables(config, channel)
+        async with FakeUpstream() as spark:
+            for session_id in (idle, busy):
+                stage_table(workspace, USER, session_id, spark.open(USER, session_id))
+            settings = config(workspace, spark.address, session_idle_timeout_s=IDLE_S)
+            async with session_state(settings) as state:
+                for session_id in (idle, busy):
+                    found = state.registry.find(USER, session_id)
+                    assert found is not None
+                    found.last_activity = now() - 2 * IDLE_S
+                call = state.watch.begin(_request(busy))
+                busy_session = state.registry.find(USER, busy)
+                assert call is not None
+                assert busy_session is not None
+                assert state.registry.in_flight(busy_session) == 1
 
-        async def forget(user_id: str, session_id: str, gone: str | None) -> bool:
-            forgotten.append((user_id, session_id, gone))
-            return await tables.release(user_id, session_id, gone)
+                spark.unavailable = True
+                await state.watch.sweep()
+                assert state.watch.figures.expired == []
+                assert (workspace / idle).is_dir()
 
-        watch = SessionWatch(config, tables, forget)
-        try:
-            await tables.start()
-            session_ids = [str(uuid.uuid4()) for _ in range(4)]
-            for session_id in session_ids:
-                location = tables.workspace.new_table_folder(session_id)
-                table = TempTable(
-                    "t", location, "parquet", "{}", (), {}, 1,
-                    datetime.datetime.now(datetime.timezone.utc),
-                )  # fmt: skip
-                entry = tables.registry.session(USER, session_id)
-                tables.registry.store.add_table(
-                    StoredSession(USER, session_id, "server-1", 1.0), table, TableState.READY
+                spark.unavailable = False
+                await state.watch.sweep()
+                assert state.watch.figures.expired == [idle]
+                assert spark.called("ReleaseSession") == [idle], "released upstream first"
+                assert state.registry.find(USER, idle) is None
+                assert not (workspace / idle).exists()
+                assert (workspace / busy).is_dir(), "a call in flight keeps its session"
+                state.watch.end(call)
+                assert state.registry.find(USER, busy) is busy_session, "its tables keep it listed"
+
+    asyncio.run(scenario())
+
+
+def test_a_session_the_upstream_lost_ends_at_once_unless_a_cttas_renewed_it(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    answered, failed, renewed = (str(uuid.uuid4()) for _ in range(3))
+
+    async def scenario() -> None:
+        async with FakeUpstream() as spark:
+            for session_id in (answered, failed, renewed):
+                spark.sessions[USER, session_id] = "server-1"
+                stage_table(workspace, USER, session_id, "server-1")
+            async with session_state(config(workspace, spark.address)) as state:
+                watch, registry = state.watch, state.registry
+                first, failing, later = (
+                    registry.find(USER, s) for s in (answered, failed, renewed)
                 )
-                entry.server_side_session_id = "server-1"
-                entry.tables[table.key] = table
-            await watch.start()
+                assert first is not None
+                assert failing is not None
+                assert later is not None
+                watch.responded(first.key, "server-1")
+                watch.responded(first.key, "server-2")
+                watch.failed(failing.key, rpc_error(CHANGED, failed))
+                watch.failed(later.key, rpc_error(CHANGED, renewed))
+                # A CTTAS records a new upstream session before the ending runs.
+                later.server_side_session_id = "server-3"
+                await watch.settle()
+                assert sorted(watch.figures.gone) == sorted([answered, failed])
+                assert first.state is failing.state is Lifecycle.GONE
+                assert not (workspace / answered).exists()
+                assert not (workspace / failed).exists()
+                assert later.state is Lifecycle.ACTIVE
+                assert registry.find(USER, renewed) is later
+                assert (workspace / renewed).is_dir()
 
-            stranger = watch.begin(_request(str(uuid.uuid4())))
-            assert stranger is not None
-            watch.end(stranger)
-            assert stranger not in watch._seen, "sessions without tables are not remembered"
+    asyncio.run(scenario())
 
-            busy = watch.begin(_request(session_ids[0]))
-            assert busy == (USER, session_ids[0])
-            await asyncio.sleep(0.05)
-            await watch.sweep()  # idle beyond the timeout, but the upstream cannot be asked
-            assert forgotten == []
-            assert all((workspace / s).is_dir() for s in session_ids)
 
-            watch.responded((USER, session_ids[1]), "server-1")
-            watch.responded((USER, session_ids[1]), "server-2")
-            error = grpc.aio.AioRpcError(
-                grpc.StatusCode.INTERNAL,
-                grpc.aio.Metadata(),
-                grpc.aio.Metadata(),
-                details="[INVALID_HANDLE.SESSION_CHANGED] The existing Spark server driver "
-                "instance has restarted.",
-            )
-            watch.failed((USER, session_ids[2]), error)
-            # Found lost, but a CTTAS records a new upstream session before the cleanup runs.
-            watch.failed((USER, session_ids[3]), error)
-            renewed = tables.registry.find(USER, session_ids[3])
-            assert renewed is not None
-            renewed.server_side_session_id = "server-3"
-            watch.end(busy)
-            for _ in range(10):
-                await asyncio.sleep(0.01)
-            assert sorted(forgotten) == sorted((USER, s, "server-1") for s in session_ids[1:])
-            assert (workspace / session_ids[0]).is_dir()
-            assert not (workspace / session_ids[1]).exists()
-            assert not (workspace / session_ids[2]).exists()
-            assert (workspace / session_ids[3]).is_dir()
-            assert tables.registry.find(USER, session_ids[0]) is not None
-            assert tables.registry.find(USER, session_ids[3]) is renewed
-            assert sorted(watch.figures.gone) == sorted(session_ids[1:3])
-        finally:
-            await watch.stop()
-            await tables.stop()
-            await channel.close()
+def test_what_the_gateway_keeps_about_a_session_goes_when_spark_forgets_it(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    scanned, plain = str(uuid.uuid4()), str(uuid.uuid4())
+
+    async def scenario() -> None:
+        async with (
+            FakeUpstream() as spark,
+            session_state(config(workspace, spark.address)) as state,
+        ):
+            watch, registry = state.watch, state.registry
+            for session_id in (scanned, plain):
+                spark.open(USER, session_id)
+                call = watch.begin(_request(session_id))
+                assert call is not None
+                if session_id == scanned:
+                    registry.open(USER, session_id).scan_source_registered = True
+                watch.end(call)
+            assert registry.find(USER, plain) is None, "a session holding nothing is not kept"
+            assert registry.find(USER, scanned) is not None
+
+            await watch.sweep()
+            assert registry.find(USER, scanned) is not None, "kept while Spark has it"
+            assert spark.called("ReleaseSession") == [], "the gateway never releases it"
+
+            del spark.sessions[USER, scanned]
+            spark.closed.add((USER, scanned))
+            await watch.sweep()
+            assert registry.find(USER, scanned) is None
+            assert len(registry) == 0
 
     asyncio.run(scenario())

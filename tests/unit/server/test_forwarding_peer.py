@@ -22,6 +22,8 @@ from connect_plugin.config import Config
 from connect_plugin.server.gateway import Gateway, serve
 
 SERVICE = "spark.connect.SparkConnectService"
+SESSION_1 = "0f7a3c2e-5b1d-4e8a-9c6f-2d4b8e1a7c30"
+SESSION_2 = "6c1e9b4a-2f7d-4a3e-8b5c-9e0d1f2a3b41"
 
 
 class _Peer:
@@ -85,7 +87,7 @@ def stub(gateway: Gateway) -> Iterator[base_pb2_grpc.SparkConnectServiceStub]:
 def test_metadata_deadline_bytes_and_trailers_pass_through(
     peer: tuple[_Peer, int], stub: base_pb2_grpc.SparkConnectServiceStub
 ) -> None:
-    request = base_pb2.ConfigRequest(session_id="s-1")
+    request = base_pb2.ConfigRequest(session_id=SESSION_1)
     reply, call = stub.Config.with_call(
         request, metadata=(("x-client-header", "v1"), ("x-bin", b"\x00\xff")), timeout=7.0
     )
@@ -102,7 +104,7 @@ def test_metadata_deadline_bytes_and_trailers_pass_through(
 def test_error_status_details_reach_the_client_intact(
     stub: base_pb2_grpc.SparkConnectServiceStub,
 ) -> None:
-    request = base_pb2.ExecutePlanRequest(session_id="s-2")
+    request = base_pb2.ExecutePlanRequest(session_id=SESSION_2)
     request.plan.root.range.end = 1
     responses = stub.ExecutePlan(request, timeout=10)
     assert next(responses).operation_id == "op-1"
@@ -115,3 +117,25 @@ def test_error_status_details_reach_the_client_intact(
     info = error_details_pb2.ErrorInfo()
     assert status.details[0].Unpack(info)
     assert info.metadata["errorClass"] == "X.Y"
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    [SESSION_1.upper(), "{" + SESSION_1 + "}", SESSION_1.replace("-", ""), "s-1", ""],
+    ids=["upper-case", "braces", "no-dashes", "not-a-uuid", "empty"],
+)
+def test_a_session_id_spelled_other_than_canonically_is_refused_before_forwarding(
+    peer: tuple[_Peer, int], stub: base_pb2_grpc.SparkConnectServiceStub, session_id: str
+) -> None:
+    recorder = peer[0]
+    recorder.seen.clear()
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.Config(base_pb2.ConfigRequest(session_id=session_id), timeout=10)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert f"[{session_id}]" in (raised.value.details() or "")
+    assert recorder.seen == {}, "a refused request never reaches the upstream"
+    clone = base_pb2.CloneSessionRequest(session_id=SESSION_1, new_session_id=session_id or "x")
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.CloneSession(clone, timeout=10)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "new session id" in (raised.value.details() or "")

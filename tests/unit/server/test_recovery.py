@@ -1,116 +1,144 @@
-"""Start-up of the temp-table service when the upstream does not answer: keep, sweep, retry.
+"""Start-up repair against a fake upstream: gone sessions go, live ones keep, unanswered ones wait.
 
-No Spark here: the upstream channel points at a port nobody listens on, so
-every question to it fails the way an unreachable server does.
+The fake upstream answers with Spark's recorded errors; every background
+step is awaited, never slept for.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import uuid
 from pathlib import Path
 
-import grpc
 import pytest
 
-from connect_plugin.config import Config
 from connect_plugin.errors import WorkspaceInUse
-from connect_plugin.server.embedded import free_port
-from connect_plugin.server.session_store import (
-    SqliteSessionStore,
-    StoredSession,
-    TableState,
-    TempTable,
-)
-from connect_plugin.server.temp_tables import TempTables
-from connect_plugin.server.workspace import PRIVATE_DIR, REGISTRY_FILE
+from connect_plugin.server import recovery as recovery_module
+from connect_plugin.server.session_store import SqliteSessionStore, TableState
+from connect_plugin.server.sessions import Lifecycle
+from connect_plugin.server.workspace import PRIVATE_DIR, REGISTRY_FILE, Workspace
+from tests.unit.server.fake_upstream import FakeUpstream, Operation
+from tests.unit.server.session_state import config, session_state, stage_table
 
 USER = "bob"
 
 
-def _config(workspace: Path) -> Config:
-    return Config(
-        port=0,
-        upstream=f"sc://127.0.0.1:{free_port()}",
-        workspace=workspace,
-        conf_dir=None,
-        recovery_timeout_s=2.0,
-    )
+def _states(workspace: Path) -> dict[str, TableState]:
+    store = SqliteSessionStore(workspace / PRIVATE_DIR / REGISTRY_FILE)
+    try:
+        return {row.table.name: row.state for row in store.load().tables}
+    finally:
+        store.close()
 
 
-def _folder_with_a_file(path: Path) -> Path:
-    path.mkdir(parents=True)
-    (path / "part-00000.parquet").write_bytes(b"PAR1")
-    return path
-
-
-def _table(location: Path, name: str) -> TempTable:
-    return TempTable(
-        name, location, "parquet", "{}", (), {}, 1, datetime.datetime.now(datetime.timezone.utc)
-    )
-
-
-def test_unreachable_upstream_keeps_tables_sweeps_orphans_and_retries_later(
+def test_gone_sessions_go_live_ones_keep_their_tables_and_lose_half_made_ones(
     tmp_path: Path,
 ) -> None:
     workspace = tmp_path / "ws"
-    session_id = str(uuid.uuid4())
-    ready = _folder_with_a_file(workspace / session_id / str(uuid.uuid4()))
-    creating = _folder_with_a_file(workspace / session_id / str(uuid.uuid4()))
-    half_written = _folder_with_a_file(workspace / session_id / str(uuid.uuid4()))
-    orphan = _folder_with_a_file(workspace / str(uuid.uuid4()) / str(uuid.uuid4())).parent
-    store = SqliteSessionStore(workspace / PRIVATE_DIR / REGISTRY_FILE)
-    session = StoredSession(USER, session_id, "server-1", 1.0)
-    store.add_table(session, _table(ready, "kept"), TableState.READY)
-    store.add_table(session, _table(creating, "half"), TableState.CREATING, "op-1")
-    store.close()
+    live, lost, restarted = (str(uuid.uuid4()) for _ in range(3))
+    write = str(uuid.uuid4())
 
     async def scenario() -> None:
-        channel = grpc.aio.insecure_channel(_config(workspace).upstream_target)
-        tables = TempTables(_config(workspace), channel)
-        try:
-            recovery = await tables.start()
-            entry = tables.registry.find(USER, session_id)
-            assert entry is not None
-            assert list(entry.tables) == ["kept"]
-            assert entry.lock.locked(), "the unfinished row is retried under the session lock"
-            assert set(recovery.swept) == {orphan, half_written}
-            assert recovery.rolled_back == []
-            assert recovery.sessions_gone == []
-            assert ready.is_dir()
-            assert creating.is_dir()
+        async with FakeUpstream() as spark:
+            server_side = spark.open(USER, live)
+            spark.open(USER, restarted)
+            kept = stage_table(workspace, USER, live, server_side, name="kept")
+            half = stage_table(
+                workspace, USER, live, server_side, name="half",
+                state=TableState.CREATING, operation_id=write,
+            )  # fmt: skip
+            spark.operations[write] = Operation(polls_after_interrupt=1)
+            stage_table(workspace, USER, lost, "server-of-lost")
+            stage_table(workspace, USER, restarted, "server-before-restart")
+            orphan = workspace / str(uuid.uuid4())
+            orphan.mkdir()
+            async with session_state(config(workspace, spark.address)) as state:
+                found = state.recovery
+                assert sorted(found.sessions_gone) == sorted([lost, restarted])
+                assert found.rolled_back == [half]
+                assert found.swept == [orphan]
+                session = state.registry.find(USER, live)
+                assert session is not None
+                assert list(session.tables) == ["kept"]
+                assert session.state is Lifecycle.ACTIVE
+                assert state.registry.find(USER, lost) is None
+                assert spark.called("Interrupt") == [live], "the half-made table's write stopped"
+                assert write not in spark.operations, "recovery waited for the write to end"
+                assert (USER, lost) not in spark.sessions, "probing never creates a session"
+            assert kept.is_dir()
+            assert not half.exists()
+            assert not (workspace / lost).exists()
+            assert not (workspace / restarted).exists()
             assert not orphan.exists()
-            assert not half_written.exists()
-        finally:
-            await tables.stop()
-            await channel.close()
-        assert not entry.lock.locked()
 
     asyncio.run(scenario())
-    store = SqliteSessionStore(workspace / PRIVATE_DIR / REGISTRY_FILE)
-    try:
-        states = {row.table.name: row.state for row in store.load().tables}
-    finally:
-        store.close()
-    assert states == {"kept": TableState.READY, "half": TableState.CREATING}
+    assert _states(workspace) == {"kept": TableState.READY}
 
 
-def test_a_second_service_on_one_workspace_is_refused_until_the_first_stops(
+def test_an_unanswering_upstream_keeps_everything_and_the_repair_resumes_when_it_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recovery_module, "RETRY_FIRST_S", 0.0)
+    workspace = tmp_path / "ws"
+    session_id = str(uuid.uuid4())
+
+    async def scenario() -> None:
+        async with FakeUpstream() as spark:
+            server_side = spark.open(USER, session_id)
+            stage_table(workspace, USER, session_id, server_side, name="kept")
+            half = stage_table(
+                workspace, USER, session_id, server_side, name="half",
+                state=TableState.CREATING, operation_id=str(uuid.uuid4()),
+            )  # fmt: skip
+            spark.unavailable = True
+            async with session_state(config(workspace, spark.address)) as state:
+                session = state.registry.find(USER, session_id)
+                assert session is not None
+                assert list(session.tables) == ["kept"]
+                assert session.state is Lifecycle.REPAIRING, "statements wait for the repair"
+                assert half.is_dir()
+                assert _states(workspace) == {"kept": TableState.READY, "half": TableState.CREATING}
+
+                spark.unavailable = False
+                async with state.registry.statement(USER, session_id) as ready:
+                    assert ready is session
+                    assert session.state is Lifecycle.ACTIVE
+                assert not half.exists()
+                assert state.recovery.rolled_back == [half]
+
+    asyncio.run(scenario())
+    assert _states(workspace) == {"kept": TableState.READY}
+
+
+def test_a_stop_during_the_retries_leaves_the_rows_for_the_next_start(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    session_id = str(uuid.uuid4())
+
+    async def scenario() -> None:
+        async with FakeUpstream() as spark:
+            stage_table(
+                workspace, USER, session_id, "s", name="half",
+                state=TableState.CREATING, operation_id="op",
+            )  # fmt: skip
+            spark.unavailable = True
+            async with session_state(config(workspace, spark.address)) as state:
+                session = state.registry.find(USER, session_id)
+                assert session is not None
+                assert session.state is Lifecycle.REPAIRING
+            assert not session.lock.locked()
+
+    asyncio.run(scenario())
+    assert _states(workspace) == {"half": TableState.CREATING}
+
+
+def test_a_second_gateway_on_one_workspace_is_refused_until_the_first_stops(
     tmp_path: Path,
 ) -> None:
-    config = _config(tmp_path / "ws")
-
-    async def scenario() -> None:
-        channel = grpc.aio.insecure_channel(config.upstream_target)
-        first = TempTables(config, channel)
-        try:
-            with pytest.raises(WorkspaceInUse, match=r"is in use by another gateway \(pid \d+\)"):
-                TempTables(config, channel)
-        finally:
-            await first.stop()
-        second = TempTables(config, channel)
-        await second.stop()
-        await channel.close()
-
-    asyncio.run(scenario())
+    workspace = Workspace(tmp_path / "ws")
+    first = workspace.lock()
+    try:
+        with pytest.raises(WorkspaceInUse, match=r"is in use by another gateway \(pid \d+\)"):
+            workspace.lock()
+    finally:
+        first.release()
+    workspace.lock().release()

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.errors import RegistryError, WorkspaceInUse
-from connect_plugin.server.registry import SessionRegistry
 from connect_plugin.server.session_store import (
     SCHEMA_VERSION,
     SqliteSessionStore,
@@ -21,6 +20,7 @@ from connect_plugin.server.session_store import (
     TableState,
     TempTable,
 )
+from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.workspace import LOCK_FILE, PRIVATE_DIR, REGISTRY_FILE, Workspace
 
 USER = "alice"
@@ -150,7 +150,7 @@ def test_registry_writes_through_and_loads_only_ready_tables(
 ) -> None:
     sid = str(uuid.uuid4())
     registry = SessionRegistry(store)
-    entry = registry.session(USER, sid)
+    entry = registry.open(USER, sid)
     kept = _table(tmp_path, sid, "Kept", rows=3)
     registry.begin_create(entry, kept, "op-1", "server-1")
     assert entry.tables == {}, "a creating table is invisible"
@@ -160,7 +160,7 @@ def test_registry_writes_through_and_loads_only_ready_tables(
     dropped = _table(tmp_path, sid, "dropped")
     registry.begin_create(entry, dropped, "op-3", "")
     registry.finish_create(entry, dropped, replaced=None)
-    registry.begin_drop(entry, [dropped])
+    registry.begin_drop([dropped])
 
     again = SessionRegistry(_reopen(store))
     try:
@@ -183,7 +183,7 @@ def test_every_step_is_on_disk_before_the_next_begins(tmp_path: Path) -> None:
     sid = str(uuid.uuid4())
     store = SqliteSessionStore(tmp_path / "r.sqlite3")
     registry = SessionRegistry(store)
-    entry = registry.session(USER, sid)
+    entry = registry.open(USER, sid)
     table = _table(tmp_path, sid)
 
     def on_disk() -> list[tuple[str, str]]:
@@ -195,7 +195,7 @@ def test_every_step_is_on_disk_before_the_next_begins(tmp_path: Path) -> None:
         assert on_disk() == [("T1", "creating")]
         registry.finish_create(entry, table, replaced=None)
         assert on_disk() == [("T1", "ready")]
-        registry.begin_drop(entry, [table])
+        registry.begin_drop([table])
         assert on_disk() == [("T1", "dropping")]
         registry.remove([table])
         assert on_disk() == []
@@ -206,12 +206,12 @@ def test_every_step_is_on_disk_before_the_next_begins(tmp_path: Path) -> None:
 _CRASHER = """
 import sys, uuid, datetime, os
 from pathlib import Path
-from connect_plugin.server.registry import SessionRegistry
+from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.session_store import SqliteSessionStore, TempTable
 store = SqliteSessionStore(Path(sys.argv[1]))
 registry = SessionRegistry(store)
 sid = str(uuid.uuid4())
-entry = registry.session("u", sid)
+entry = registry.open("u", sid)
 table = TempTable("t", Path(sys.argv[2]) / sid / "x", "parquet", "{}", (), {}, 0,
                   datetime.datetime.now(datetime.timezone.utc))
 registry.begin_create(entry, table, "op", "")

@@ -1,0 +1,299 @@
+"""CREATE TEMPORARY TABLE ... AS SELECT: write the files, name them, or undo every step.
+
+Spark does the data work in the user's own session: the query result is
+written under ``<workspace>/<session_id>/<uuid>/``, the folder is made
+private, and a temporary view over the files gives the table its name. Each
+step is recorded in the registry before or after it happens, and every step
+that fails undoes the ones before it, so a failed statement leaves no files,
+no view and no registry entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+import uuid
+from dataclasses import dataclass
+
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
+from pyspark.sql.types import StructType
+
+from connect_plugin.config import TEMP_TABLE_FORMATS, Config
+from connect_plugin.errors import (
+    ConnectPluginError,
+    RegistryError,
+    TempTableError,
+    TempTableExists,
+    TempTableQueryFailed,
+    UpstreamFailed,
+    WorkspaceError,
+)
+from connect_plugin.server import results
+from connect_plugin.server.liveness import Liveness, liveness_of, probe
+from connect_plugin.server.plans import deep_messages
+from connect_plugin.server.release import to_the_end
+from connect_plugin.server.requests import CreateTempTable
+from connect_plugin.server.session_store import TempTable
+from connect_plugin.server.sessions import Session, SessionRegistry
+from connect_plugin.server.statements import check_table_name
+from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSession
+from connect_plugin.server.views import create_view, drop_view, temp_view_names
+from connect_plugin.server.workspace import Workspace
+from connect_plugin.server.writes import ProgressSink, stop_write, write_files
+
+log = logging.getLogger(__name__)
+
+SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
+
+
+@dataclass(frozen=True)
+class _Source:
+    relation: spark_proto.Relation
+    schema: StructType
+
+
+class TableCreator:
+    """Creates temp tables in their sessions, and undoes the ones that fail."""
+
+    def __init__(
+        self, config: Config, registry: SessionRegistry, workspace: Workspace, upstream: Upstream
+    ) -> None:
+        self._config = config
+        self._registry = registry
+        self._workspace = workspace
+        self._upstream = upstream
+
+    async def create(
+        self, context: SessionContext, request: CreateTempTable, progress: ProgressSink
+    ) -> spark_proto.Relation:
+        name = check_table_name(request.name, self._config.temp_workspace_name)
+        upstream = self._upstream.session(context)
+        key = name.lower()
+        waiting = self._registry.open(context.user_id, context.session_id)
+        waiting.creating[key] += 1
+        try:
+            async with self._registry.statement(context.user_id, context.session_id) as session:
+                if session is not waiting:
+                    session.creating[key] += 1
+                    waiting.creating[key] -= 1
+                    waiting = session
+                return await self._create(session, context, upstream, request, name, progress)
+        finally:
+            waiting.creating[key] -= 1
+            if not waiting.creating[key]:
+                del waiting.creating[key]
+
+    async def _create(
+        self,
+        session: Session,
+        context: SessionContext,
+        upstream: UpstreamSession,
+        request: CreateTempTable,
+        name: str,
+        progress: ProgressSink,
+    ) -> spark_proto.Relation:
+        await self._drop_if_lost(upstream, session)
+        existing = session.tables.get(name.lower())
+        taken = existing is not None or name.lower() in await temp_view_names(upstream)
+        if taken and request.if_not_exists:
+            return results.status(False, self._exists_message(name))
+        if taken and not request.or_replace:
+            raise TempTableExists(
+                self._exists_message(name) + "; drop it first or use CREATE OR REPLACE"
+            )
+        fmt = await self._format(upstream, request.format, name)
+        source = await self._shaped_input(upstream, request, name)
+        written = _check_shape(source.schema, request.partition_columns, fmt, name)
+        log.info("Temporary table [%s] is being created.", name)
+        try:
+            location = self._workspace.new_table_folder(context.session_id)
+        except WorkspaceError as exc:
+            raise WorkspaceError(f"Temporary table [{name}] was not created: {exc}") from exc
+        table = TempTable(
+            name=name,
+            location=location,
+            format=fmt,
+            schema_json=written.json(),
+            partition_columns=request.partition_columns,
+            options=dict(request.options),
+            rows=0,
+            created=datetime.datetime.now(datetime.timezone.utc),
+        )
+        operation_id = str(uuid.uuid4())
+        self._registry.begin_create(session, table, operation_id, upstream.server_side_session_id)
+        viewing = False
+        session.writes[operation_id] = name
+        try:
+            rows = await write_files(
+                upstream,
+                source.relation,
+                table,
+                partition_columns=request.partition_columns,
+                options=request.options,
+                progress=progress,
+                operation_id=operation_id,
+            )
+            del session.writes[operation_id]
+            self._workspace.secure(table.location)
+            viewing = True
+            await create_view(upstream, table, replace=taken)
+        except BaseException:
+            session.writes.pop(operation_id, None)
+            # Also when the client went away (cancelled): the undo must run to its end.
+            # A name taken by a plain view of the client's is not ours to give back.
+            undo_view = viewing and (existing is not None or not taken)
+            await to_the_end(self._undo(upstream, table, operation_id, existing, undo_view))
+            raise
+        table = dataclasses.replace(table, rows=rows)
+        self._registry.finish_create(session, table, replaced=existing)
+        if existing is not None:
+            self._remove_files(existing)
+        return results.created(name, rows)
+
+    async def _undo(
+        self,
+        upstream: UpstreamSession,
+        table: TempTable,
+        operation_id: str,
+        replaced: TempTable | None,
+        undo_view: bool,
+    ) -> None:
+        """Undo a failed or abandoned CTTAS: stop Spark's write, give the name back, delete.
+
+        If the upstream cannot say the write stopped, the row stays
+        ``creating`` for the next start to finish.
+        """
+        try:
+            await stop_write(upstream, operation_id, table.name, self._config.recovery_timeout_s)
+            if undo_view and replaced is not None:
+                await create_view(upstream, replaced, replace=True)
+            elif undo_view:
+                await drop_view(upstream, table.name)
+        except ConnectPluginError as exc:
+            if liveness_of(exc) is not Liveness.GONE:
+                log.warning(
+                    "Temporary table [%s]: cannot undo its creation now (%s); the next start "
+                    "finishes it",
+                    table.name,
+                    exc,
+                )
+                return
+        try:
+            self._workspace.remove(table.location)
+            self._registry.remove([table])
+        except (WorkspaceError, RegistryError):
+            # The client hears why the CTTAS failed, not why its undo did.
+            log.exception("Temporary table [%s]: the next start finishes undoing it", table.name)
+
+    async def _drop_if_lost(self, upstream: UpstreamSession, session: Session) -> None:
+        """Drop tables left from an upstream session that is gone (caller holds the lock).
+
+        A restarted upstream makes a new session for a known id, and a client
+        that does not say which server-side session it saw (the stock client
+        does) gets no SESSION_CHANGED; its old tables' views are gone.
+        """
+        known = session.server_side_session_id
+        if not known or not session.tables:
+            return
+        found = await probe(upstream, known, self._config.recovery_timeout_s)
+        if found.liveness is not Liveness.GONE:
+            return
+        log.info(
+            "Session [%s] is a new one on the Spark Connect server; its earlier temporary "
+            "tables go.",
+            session.session_id,
+        )
+        tables = list(session.tables.values())
+        self._registry.begin_drop(tables)
+        session.tables.clear()
+        for table in tables:
+            self._remove_files(table)
+
+    def _remove_files(self, table: TempTable) -> None:
+        """Delete the files of a dropped table; if that fails its row stays for the next start."""
+        try:
+            self._workspace.remove(table.location)
+        except WorkspaceError:
+            log.exception("deleting the files of temporary table [%s] failed", table.name)
+            return
+        self._registry.remove([table])
+
+    def _exists_message(self, name: str) -> str:
+        return (
+            f"A table or view with given name [{name}] already exists in schema "
+            f"[{self._config.temp_workspace_name}]"
+        )
+
+    async def _format(self, upstream: UpstreamSession, given: str | None, name: str) -> str:
+        fmt = given
+        if not fmt:
+            fmt = (await upstream.config([SESSION_FORMAT_KEY])).get(SESSION_FORMAT_KEY)
+        fmt = (fmt or self._config.temp_table_format).lower()
+        if fmt not in TEMP_TABLE_FORMATS:
+            raise TempTableError(
+                f"unknown format [{fmt}] for temporary table [{name}]; use one of "
+                + ", ".join(TEMP_TABLE_FORMATS)
+            )
+        return fmt
+
+    async def _shaped_input(
+        self, upstream: UpstreamSession, request: CreateTempTable, name: str
+    ) -> _Source:
+        """The query, renamed by the column list when there is one, with its schema."""
+        relation = request.input
+        schema = await _schema(upstream, relation, name)
+        if request.column_names:
+            if len(request.column_names) != len(schema.fields):
+                raise TempTableError(
+                    f"temporary table [{name}]: the column list names "
+                    f"{len(request.column_names)} columns but the query returns "
+                    f"{len(schema.fields)} ({', '.join(schema.names)})"
+                )
+            renamed = spark_proto.Relation()
+            with deep_messages():
+                renamed.to_df.input.CopyFrom(relation)
+            renamed.to_df.column_names.extend(request.column_names)
+            relation = renamed
+            schema = await _schema(upstream, relation, name)
+        return _Source(relation, schema)
+
+
+async def _schema(
+    upstream: UpstreamSession, relation: spark_proto.Relation, name: str
+) -> StructType:
+    try:
+        data_type = proto_schema_to_pyspark_data_type(await upstream.schema(relation))
+    except UpstreamFailed as exc:
+        raise TempTableQueryFailed(
+            f"Temporary table [{name}] was not created: {exc.message}"
+        ) from exc
+    assert isinstance(data_type, StructType)
+    return data_type
+
+
+def _check_shape(
+    schema: StructType, partition_columns: tuple[str, ...], fmt: str, name: str
+) -> StructType:
+    """The schema the files will have once written (partition columns last)."""
+    by_name = {f.name.lower(): f for f in schema.fields}
+    for column in partition_columns:
+        if column.lower() not in by_name:
+            raise TempTableError(
+                f"temporary table [{name}]: partition column [{column}] is not in the "
+                f"select list ({', '.join(schema.names)})"
+            )
+    partition_keys = {c.lower() for c in partition_columns}
+    data = [f for f in schema.fields if f.name.lower() not in partition_keys]
+    if fmt == "text" and (len(data) != 1 or data[0].dataType.typeName() != "string"):
+        raise TempTableError(
+            f"temporary table [{name}]: format text needs exactly one string column "
+            f"besides the partition columns, the query gives {schema.simpleString()}"
+        )
+    if not data:
+        raise TempTableError(
+            f"temporary table [{name}]: every column is a partition column; keep at least "
+            "one data column"
+        )
+    return StructType([*data, *(by_name[c.lower()] for c in partition_columns)])

@@ -1,0 +1,139 @@
+"""One path for everything the gateway handles: a registry of handlers, one per request type.
+
+A handler declares how its request is recognised (a plugin message type, a
+SQL grammar rule with its first keywords, a DataFrame command) and what it
+does with it, on two sides: ``analyze`` answers AnalyzePlan with no side
+effect, ``execute`` does the work for ExecutePlan. Adding a plugin message
+or a statement is one handler class, registered where the gateway lists
+its handlers (``gateway.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from google.protobuf.message import Message
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin.errors import NotSupportedYet
+from connect_plugin.server.requests import Request
+from connect_plugin.server.statements import Cursor, Rule
+from connect_plugin.server.upstream import SessionContext
+from connect_plugin.server.writes import ProgressSink
+
+R = TypeVar("R", bound=Request)
+
+
+@dataclass(frozen=True)
+class Call:
+    """The client call a request came in: whose session, and where progress goes."""
+
+    context: SessionContext
+    progress: ProgressSink
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What handling a request gives.
+
+    ``result``: the relation that takes the place of the plugin node or the
+    statement (None: the request goes to Spark as it came); ``after``: work
+    to do once Spark has run the request successfully.
+    """
+
+    result: spark_proto.Relation | None = None
+    after: Callable[[], Awaitable[None]] | None = None
+
+
+FORWARD = Outcome()
+
+
+class Handler(Generic[R]):
+    """Recognises one request type and handles it.
+
+    Subclasses set ``request_type`` and whichever recognisers apply:
+    ``message_type`` with ``from_message``; ``sql_keywords`` (the statement's
+    first words) with ``parse``; ``from_plan`` for DataFrame commands.
+    ``needs_tables``: the SQL is only worth reading in a session that has
+    temp tables (it guards them; in other sessions it is Spark's alone).
+    """
+
+    request_type: ClassVar[type[Request]]
+    message_type: ClassVar[type[Message] | None] = None
+    sql_keywords: ClassVar[frozenset[str]] = frozenset()
+    needs_tables: ClassVar[bool] = False
+
+    # Recognisers are pure functions of what the client sent: they may run on a
+    # worker thread (long SQL) and need no handler state.
+
+    @classmethod
+    def from_message(cls, message: Any) -> R:
+        raise NotImplementedError(f"{cls.__name__} has no plugin message")
+
+    @classmethod
+    def parse(cls, cursor: Cursor) -> R | None:
+        return None
+
+    @classmethod
+    def from_plan(cls, plan: spark_proto.Plan) -> R | None:
+        return None
+
+    def rewrite_plan(self, tree: Message) -> bool:
+        """Rewrite a plan tree holding this handler's message before dispatch; True if changed."""
+        return False
+
+    async def analyze(self, call: Call, request: R) -> Outcome:
+        raise NotSupportedYet(f"{request.describe()} cannot be analysed")
+
+    async def execute(self, call: Call, request: R) -> Outcome:
+        raise NotImplementedError
+
+
+_BASE_FROM_PLAN = Handler.from_plan.__func__  # type: ignore[attr-defined]
+
+
+class HandlerRegistry:
+    """The gateway's handlers, looked up by request type, message type and SQL keyword."""
+
+    def __init__(self, handlers: Sequence[Handler[Any]]) -> None:
+        self._handlers = tuple(handlers)
+        self._by_request = {h.request_type: h for h in handlers}
+        self._by_message = {
+            h.message_type.DESCRIPTOR.full_name: h for h in handlers if h.message_type is not None
+        }
+        self._commands = [h for h in handlers if type(h).from_plan.__func__ is not _BASE_FROM_PLAN]  # type: ignore[attr-defined]
+
+    @property
+    def message_names(self) -> list[str]:
+        return sorted(self._by_message)
+
+    def for_message(self, type_name: str) -> Handler[Any] | None:
+        return self._by_message.get(type_name)
+
+    def for_request(self, request: Request) -> Handler[Any]:
+        return self._by_request[type(request)]
+
+    def rules(self, keyword: str, *, has_tables: bool) -> list[Rule]:
+        """The grammar rules worth trying on a statement that starts with ``keyword``."""
+        return [
+            h.parse
+            for h in self._handlers
+            if keyword in h.sql_keywords and (has_tables or not h.needs_tables)
+        ]
+
+    def from_plan(self, plan: spark_proto.Plan) -> Request | None:
+        for handler in self._commands:
+            found: Request | None = handler.from_plan(plan)
+            if found is not None:
+                return found
+        return None
+
+    async def analyze(self, call: Call, request: Request) -> Outcome:
+        outcome: Outcome = await self.for_request(request).analyze(call, request)
+        return outcome
+
+    async def execute(self, call: Call, request: Request) -> Outcome:
+        outcome: Outcome = await self.for_request(request).execute(call, request)
+        return outcome

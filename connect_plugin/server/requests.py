@@ -1,0 +1,145 @@
+"""What a client asks the gateway to do, whichever way it asked.
+
+A plugin message, a recognised SQL statement and a recognised DataFrame
+command that mean the same thing become the same request object, and one
+handler serves it (see ``handlers``). Requests that change a session's
+temp tables say so (``changes_tables``): a request may hold one of them at
+most, so it is either refused before anything happens or handled whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin import proto
+
+
+@dataclass(frozen=True)
+class Name:
+    """A possibly qualified object name as the user spelled it."""
+
+    parts: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1]
+
+    @property
+    def qualifier(self) -> str | None:
+        return ".".join(self.parts[:-1]) if len(self.parts) > 1 else None
+
+    def __str__(self) -> str:
+        return ".".join(self.parts)
+
+
+@dataclass(frozen=True)
+class Request:
+    """Base of every request; ``inputs`` are relations that may hold plugin relations too."""
+
+    changes_tables: ClassVar[bool] = False
+
+    def inputs(self) -> tuple[spark_proto.Relation, ...]:
+        return ()
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class CreateTempTable(Request):
+    """CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT EXISTS] name ... AS <input>."""
+
+    changes_tables: ClassVar[bool] = True
+    name: Name
+    input: spark_proto.Relation
+    column_names: tuple[str, ...] = ()
+    partition_columns: tuple[str, ...] = ()
+    format: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    if_not_exists: bool = False
+    or_replace: bool = False
+
+    def inputs(self) -> tuple[spark_proto.Relation, ...]:
+        return (self.input,)
+
+    def describe(self) -> str:
+        return f"CREATE TEMPORARY TABLE [{self.name}]"
+
+
+@dataclass(frozen=True)
+class DropTempTable(Request):
+    """DROP TABLE [IF EXISTS] name: a temp table of the session.
+
+    ``strict``: the plugin message, which is an error for a name that is no
+    temp table; the SQL statement then goes to Spark unchanged instead.
+    ``rest``: text after the statement (SQL), an error if the name is ours.
+    """
+
+    changes_tables: ClassVar[bool] = True
+    name: Name
+    if_exists: bool = False
+    strict: bool = True
+    rest: str = ""
+
+    def describe(self) -> str:
+        return f"DROP TABLE [{self.name}]"
+
+
+@dataclass(frozen=True)
+class ListTempTables(Request):
+    """SHOW TEMPORARY TABLES."""
+
+
+@dataclass(frozen=True)
+class ReadTempTable(Request):
+    """The rows of a temp table; never a permanent table of the same name."""
+
+    name: Name
+
+
+@dataclass(frozen=True)
+class ScanFiles(Request):
+    """A schema-on-read scan of files or of a table."""
+
+    message: proto.Scan
+
+
+@dataclass(frozen=True)
+class DropView(Request):
+    """DROP VIEW [IF EXISTS] name, or ``spark.catalog.dropTempView(name)``."""
+
+    name: Name
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class InsertInto(Request):
+    """INSERT INTO / OVERWRITE name, or ``DataFrame.write.insertInto(name)``."""
+
+    name: Name
+
+
+@dataclass(frozen=True)
+class CreateTempView(Request):
+    """CREATE [OR REPLACE] TEMPORARY VIEW name, or ``createOrReplaceTempView(name)``."""
+
+    name: Name
+
+
+@dataclass(frozen=True)
+class CreatePersistentView(Request):
+    """CREATE [OR REPLACE] VIEW name AS ...: the relations it reads, as far as they were read."""
+
+    name: Name
+    sources: tuple[Name, ...]
+
+
+@dataclass(frozen=True)
+class AlterView(Request):
+    """ALTER VIEW name ... or ALTER TABLE name ...: refused for temp tables."""
+
+    name: Name
+    statement: str

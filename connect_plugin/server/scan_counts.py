@@ -1,0 +1,130 @@
+"""Row counts over a scan read no values: the count rewrite.
+
+Spark has no column pruning for Python data sources, so a row count
+(``df.count()``: an ungrouped ``Aggregate`` of counts straight over a scan)
+is rewritten here into a scan with no columns, which decodes no values; a
+count of ``1`` or ``*`` goes further and sums per-file counts the scan yields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from google.protobuf.message import Message
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin import proto
+from connect_plugin.scanning.spark_source import COUNT_COLUMN
+from connect_plugin.server.plans import type_name_of, walk_relations
+from connect_plugin.server.upstream import quote_identifier
+
+_SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
+_UNGROUPED = (
+    spark_proto.Aggregate.GroupType.GROUP_TYPE_UNSPECIFIED,
+    spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY,
+)
+
+
+def prune_counted_scans(request: Message) -> bool:
+    """Make scans under a bare row count read no columns, and sum per-file counts.
+
+    Qualifies: an ungrouped ``Aggregate`` (``df.count()``, ``df.agg(...)``)
+    or a ``Project`` (``df.select(F.count("*"))``) straight over a ``Scan``,
+    whose every expression is a count of literals or of ``*``. The scan then
+    decodes no values. When every expression is ``count(1)`` or ``count(*)``
+    (aliased or not), the counts are pushed into the scan as well: it yields
+    one row per file with its record count, and each expression becomes the
+    sum of those, named as before. A scan that skips bad records keeps its
+    columns, because which records are dropped depends on them. Returns
+    whether anything changed.
+    """
+    changed = False
+    for relation in walk_relations(request):
+        found = _counted_scan(relation)
+        if found is None:
+            continue
+        counted, expressions = found
+        message = proto.Scan()
+        counted.extension.Unpack(message)
+        if message.on_error == proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP:
+            continue
+        names = [_count_name(e) for e in expressions]
+        if not message.count_rows and all(names):
+            message.count_rows = True
+            for expression, name in zip(expressions, names, strict=True):
+                expression.CopyFrom(_sum_of_counts(name or ""))
+        elif not (message.wildcard or message.columns):
+            continue
+        message.wildcard = False
+        del message.columns[:]
+        counted.extension.Pack(message)
+        changed = True
+    return changed
+
+
+def _counted_scan(
+    relation: spark_proto.Relation,
+) -> tuple[spark_proto.Relation, Sequence[spark_proto.Expression]] | None:
+    """The scan ``relation`` only counts the rows of, and the counting expressions."""
+    if relation.HasField("aggregate"):
+        aggregate = relation.aggregate
+        if aggregate.grouping_expressions or aggregate.group_type not in _UNGROUPED:
+            return None
+        child, expressions = aggregate.input, aggregate.aggregate_expressions
+    elif relation.HasField("project"):
+        child, expressions = relation.project.input, relation.project.expressions
+    else:
+        return None
+    if not child.HasField("extension") or type_name_of(child.extension) != _SCAN_TYPE:
+        return None
+    if not expressions or not all(_counts_rows(e) for e in expressions):
+        return None
+    return child, expressions
+
+
+def _counts_rows(expression: spark_proto.Expression) -> bool:
+    if expression.HasField("alias"):
+        return _counts_rows(expression.alias.expr)
+    if not expression.HasField("unresolved_function"):
+        return False
+    function = expression.unresolved_function
+    if function.function_name.lower() != "count" or function.is_distinct:
+        return False
+    return all(a.HasField("literal") or a.HasField("unresolved_star") for a in function.arguments)
+
+
+def _count_name(expression: spark_proto.Expression) -> str | None:
+    """The output name of ``count(1)``, ``count(*)`` or an alias of one; None for other counts."""
+    if expression.HasField("alias"):
+        inner = expression.alias.expr
+        named = len(expression.alias.name) == 1 and not expression.alias.HasField("metadata")
+        return expression.alias.name[0] if named and _count_name(inner) else None
+    arguments = expression.unresolved_function.arguments
+    if len(arguments) != 1:
+        return None
+    (argument,) = arguments
+    if argument.HasField("unresolved_star") and not argument.unresolved_star.unparsed_target:
+        return "count(1)"
+    literal = argument.literal
+    one = literal.WhichOneof("literal_type") in ("integer", "long") and (
+        literal.integer == 1 or literal.long == 1
+    )
+    return "count(1)" if argument.HasField("literal") and one else None
+
+
+def _sum_of_counts(name: str) -> spark_proto.Expression:
+    """``coalesce(sum(rows), 0L) AS name``: a count's value, type and nullability."""
+    column = spark_proto.Expression()
+    column.unresolved_attribute.unparsed_identifier = quote_identifier(COUNT_COLUMN)
+    total = spark_proto.Expression()
+    total.unresolved_function.function_name = "sum"
+    total.unresolved_function.arguments.append(column)
+    zero = spark_proto.Expression()
+    zero.literal.long = 0
+    coalesced = spark_proto.Expression()
+    coalesced.unresolved_function.function_name = "coalesce"
+    coalesced.unresolved_function.arguments.extend([total, zero])
+    named = spark_proto.Expression()
+    named.alias.expr.CopyFrom(coalesced)
+    named.alias.name.append(name)
+    return named

@@ -1,0 +1,157 @@
+"""Spark's write of a temp table's files, and stopping such a write.
+
+The query result is written by one ``WriteOperation`` in the user's own
+session, with its rows counted by an observation on the same job. A write
+runs on in Spark when its client goes away, and its tasks would bring a
+deleted folder back, so whoever gives a table up (a failed CTTAS, a release,
+start-up recovery) interrupts the write and waits until Spark let go of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin.errors import (
+    ConnectPluginError,
+    TempTableError,
+    TempTableQueryFailed,
+    UpstreamFailed,
+)
+from connect_plugin.server.liveness import Liveness, liveness_of
+from connect_plugin.server.plans import deep_messages
+from connect_plugin.server.session_store import TempTable
+from connect_plugin.server.sessions import Session
+from connect_plugin.server.upstream import UpstreamSession, literal
+
+log = logging.getLogger(__name__)
+
+WRITE_POLL_S = 0.1
+_ROWS_METRIC = "rows"
+
+ProgressSink = Callable[[spark_proto.ExecutePlanResponse], None]
+"""Takes Spark's progress responses of a write, to relay them to the client."""
+
+
+async def write_files(
+    upstream: UpstreamSession,
+    relation: spark_proto.Relation,
+    table: TempTable,
+    *,
+    partition_columns: Sequence[str],
+    options: Mapping[str, str],
+    progress: ProgressSink,
+    operation_id: str,
+) -> int:
+    """Write ``relation`` into the table's folder as ``operation_id``; the rows written."""
+    metric = f"connect_plugin_{uuid.uuid4().hex}"
+    with deep_messages():
+        observed = spark_proto.Relation()
+        observed.collect_metrics.input.CopyFrom(relation)
+        observed.collect_metrics.name = metric
+        count = observed.collect_metrics.metrics.add()
+        count.alias.name.append(_ROWS_METRIC)
+        count.alias.expr.unresolved_function.function_name = "count"
+        count.alias.expr.unresolved_function.arguments.append(literal(1))
+        command = spark_proto.Command()
+        write = command.write_operation
+        write.input.CopyFrom(observed)
+        write.source = table.format
+        write.path = str(table.location)
+        write.mode = spark_proto.WriteOperation.SaveMode.SAVE_MODE_ERROR_IF_EXISTS
+        write.partitioning_columns.extend(partition_columns)
+        write.options.update(options)
+        plan = spark_proto.Plan(command=command)
+    rows: int | None = None
+    try:
+        async for response in upstream.execute(plan, operation_id=operation_id):
+            if response.HasField("execution_progress"):
+                progress(response)
+            for metrics in response.observed_metrics:
+                if metrics.name == metric and metrics.values:
+                    rows = metrics.values[0].long
+    except UpstreamFailed as exc:
+        raise TempTableQueryFailed(
+            f"Temporary table [{table.name}] was not created: writing "
+            f"[{table.location}] failed: {exc.message}{await root_cause(upstream, exc)}"
+        ) from exc
+    if rows is None:
+        raise TempTableQueryFailed(
+            f"Temporary table [{table.name}]: Spark did not report the number of rows written"
+        )
+    return rows
+
+
+async def stop_write(
+    upstream: UpstreamSession, operation_id: str, name: str, timeout_s: float
+) -> None:
+    """Interrupt a table's write operation and wait until Spark has let go of it.
+
+    GetStatus comes first: unlike Interrupt it never creates the session it
+    names, and a session Spark no longer has runs nothing.
+    """
+
+    async def interrupt_and_wait() -> None:
+        try:
+            await upstream.running(operation_id)
+        except ConnectPluginError as exc:
+            if liveness_of(exc) is Liveness.GONE:
+                return
+            raise
+        if await upstream.interrupt(operation_id):
+            log.info("Temporary table [%s]: interrupted its write.", name)
+        while await upstream.running(operation_id):
+            await asyncio.sleep(WRITE_POLL_S)
+
+    try:
+        await asyncio.wait_for(interrupt_and_wait(), timeout_s)
+    except (TimeoutError, asyncio.TimeoutError):
+        raise TempTableError(
+            f"Temporary table [{name}]: its write (operation {operation_id}) still runs "
+            f"{timeout_s:.0f} s after being interrupted"
+        ) from None
+
+
+async def stop_writes(session: Session, upstream: UpstreamSession, timeout_s: float) -> None:
+    """Stop the session's running CTTAS writes before the session is released upstream.
+
+    Once Spark has released a session it can no longer say whether an
+    operation of it still runs, so the writes are stopped while it can.
+    """
+    outcomes = await asyncio.gather(
+        *(
+            stop_write(upstream, operation_id, name, timeout_s)
+            for operation_id, name in list(session.writes.items())
+        ),
+        return_exceptions=True,
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            log.warning("session %s: before its release, %s", session.session_id, outcome)
+
+
+async def root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
+    """`` (caused by: ...)`` with the innermost Spark error, when Spark kept its details.
+
+    A failed write says only "Task failed while writing rows"; what the user
+    can act on (no space left, permission denied) is its root cause.
+    """
+    if not exc.error_id:
+        return ""
+    try:
+        response = await upstream.error_details(exc.error_id)
+    except ConnectPluginError:
+        return ""
+    errors = response.errors
+    if not errors or not response.HasField("root_error_idx"):
+        return ""
+    index, seen = response.root_error_idx, set()
+    while errors[index].HasField("cause_idx") and index not in seen:
+        seen.add(index)
+        index = errors[index].cause_idx
+    cause = errors[index].message
+    return f" (caused by: {cause})" if cause and cause not in exc.message else ""
