@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from connect_plugin.scanning.files import ScanFile, list_files
+from connect_plugin.scanning.formats import FileSample
 from connect_plugin.scanning.projection import (
     Kind,
     OutputColumn,
@@ -28,7 +29,7 @@ from connect_plugin.scanning.projection import (
     partitions_of,
     resolve_projection,
 )
-from connect_plugin.scanning.sampling import FileSample, needs_sampling, sample_files
+from connect_plugin.scanning.sampling import needs_sampling, sample_files
 from connect_plugin.scanning.schema_tracker import TableSchema, resolve_table
 from connect_plugin.scanning.spec import ScanSpec
 
@@ -69,10 +70,6 @@ class ScanPlan:
     def spelling(self, scan_file: ScanFile, name: str) -> str:
         """How a file spells a table column (the table's spelling when it was not sampled)."""
         return self.spellings.get(scan_file.path, {}).get(name.casefold(), name)
-
-    def with_files(self, files: Iterable[ScanFile]) -> ScanPlan:
-        """The same plan over a subset of its files (after partition pruning)."""
-        return replace(self, files=tuple(files))
 
 
 def plan_scan(spec: ScanSpec) -> ScanPlan:

@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files import ScanFile, max_depth
-from connect_plugin.scanning.formats import has_list_table
 from connect_plugin.scanning.implicit import dir_index, file_column_kind, hive_columns
+from connect_plugin.scanning.options import Partitioning
 from connect_plugin.scanning.schema_tracker import TableSchema
 from connect_plugin.scanning.spec import INDEXED_NAME, ScanSpec
 
@@ -109,8 +109,8 @@ class _Resolver:
         self.spec = spec
         self.table = table
         self.partitions = partitions
-        self.hive = partitions.hive if spec.partitioning == "hive" else {}
-        self.list_table = has_list_table(spec)
+        self.hive = partitions.hive if spec.partitioning is Partitioning.HIVE else {}
+        self.list_table = spec.file_format.list_table
 
     def resolve(self, name: str) -> OutputColumn:
         table_field = self.table.field(name)
@@ -228,5 +228,5 @@ def _missing(name: str) -> OutputColumn:
 
 
 def partitions_of(spec: ScanSpec, files: Sequence[ScanFile]) -> Partitions:
-    hive = hive_columns(files) if spec.partitioning == "hive" else {}
+    hive = hive_columns(files) if spec.partitioning is Partitioning.HIVE else {}
     return Partitions(max_depth(files), hive)

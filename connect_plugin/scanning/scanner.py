@@ -1,6 +1,6 @@
 """Reading a planned scan: batches of the output schema, file after file.
 
-For each file the scanner takes the columnar path (``native``) and conforms
+For each file the scanner takes the columnar path (the format's pyarrow reader) and conforms
 its batches (``conform``); when pyarrow refuses the file part-way, or a
 value does not cast to its column's type, the rest of the file, from the
 first record not yet delivered, goes through the row path (``rowpath``),
@@ -24,8 +24,7 @@ import pyarrow as pa
 from connect_plugin.errors import ScanError
 from connect_plugin.scanning.conform import Conformer, ConversionFailed, limit_batches, rows_only
 from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.formats import COLUMNS, has_list_table
-from connect_plugin.scanning.native import Decode, count_rows, native_batches
+from connect_plugin.scanning.formats import COLUMNS, Decode
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.projection import Kind
 from connect_plugin.scanning.rowpath import BadRecords, row_batches
@@ -48,6 +47,7 @@ class ScanReader:
         self.schema = self.conformer.schema
         self.decode = _decode(plan, self.schema)
         self._bad = BadRecords(plan.spec.on_error)
+        self.format = plan.spec.file_format
 
     @property
     def bad_records(self) -> int:
@@ -78,21 +78,21 @@ class ScanReader:
         constants = self.conformer.constants(scan_file)
         conform = self.conformer.conform
         if self.decode.is_empty:
-            for count in count_rows(self.plan, scan_file):
+            for count in self.format.count_rows(self.plan, scan_file):
                 yield conform(rows_only(count), constants)
             return
-        parquet = self.plan.spec.format == "parquet"
+        in_place = not self.format.has_row_path
         delivered = 0
         try:
-            for raw in native_batches(self.plan, scan_file, self.decode):
-                if parquet:
-                    batch = self._conform_parquet(raw, constants, scan_file, delivered)
+            for raw in self.format.native_batches(self.plan, scan_file, self.decode):
+                if in_place:
+                    batch = self._conform_in_place(raw, constants, scan_file, delivered)
                 else:
                     batch = conform(raw, constants)
                 yield batch
                 delivered += raw.num_rows
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ConversionFailed) as exc:
-            if parquet:
+            if in_place:
                 raise ScanError(f"cannot read file {scan_file.path}: {exc}") from exc
             log.info(
                 "file %s: the columnar reader stopped at record %d (%s); reading on row by row",
@@ -106,7 +106,7 @@ class ScanReader:
             except ConversionFailed as failure:
                 raise ScanError(f"cannot read file {scan_file.path}: {failure}") from failure
 
-    def _conform_parquet(
+    def _conform_in_place(
         self, raw: pa.RecordBatch, constants: Sequence[Any], scan_file: ScanFile, first: int
     ) -> pa.RecordBatch:
         """Conform a batch; where a value does not cast, apply ``on_error`` row by row."""
@@ -122,8 +122,7 @@ class ScanReader:
                     kept.append(self.conformer.conform(row, constants))
                     break
                 except ConversionFailed as exc:
-                    self._bad.report(scan_file, first + offset + 1, str(exc), unit="row")
-                    if self._bad.on_error == "skip":
+                    if not self._bad.keeps(scan_file, first + offset + 1, str(exc), unit="row"):
                         break
                     row = self._without(row, exc.column)
         if not kept:
@@ -147,7 +146,7 @@ def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
     for table_field in plan.decoded_fields:
         read_type = read_types.get(table_field.name.casefold(), table_field.type)
         fields.append(pa.field(table_field.name, read_type))
-    if not has_list_table(plan.spec):
+    if not plan.spec.file_format.list_table:
         return Decode(tuple(fields))
     elements = tuple(
         sorted({c.index for c in plan.columns if c.kind is Kind.ELEMENT and c.source == COLUMNS})

@@ -39,14 +39,13 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec, SchemaConflict
 from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, has_list_table, is_headerless
+from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, FileSample
 from connect_plugin.scanning.implicit import (
     FILE_COLUMNS,
     IMPLICIT_MARKER,
     dir_index,
     file_column_kind,
 )
-from connect_plugin.scanning.sampling import FileSample
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type, without_nulls
 
@@ -130,15 +129,17 @@ def resolve_table(
     provided = list(spec.provided_schema or ())
     provided_fields = [f.with_type(normalize_type(f.type)) for f in provided]
     fixed = frozenset(f.name.casefold() for f in provided_fields) - set(implicit)
-    if has_list_table(spec):
+    file_format = spec.file_format
+    if file_format.list_table:
         return TableSchema((LIST_TABLE_FIELD,))
-    if is_headerless(spec) or samples is None or (spec.strict and provided_fields):
+    fixed_set = spec.schema_evolution.fixes_schema
+    if file_format.headerless or samples is None or (fixed_set and provided_fields):
         return TableSchema(tuple(provided_fields), implicit, fixed)
     columns = _Union()
     for found in provided_fields:
         columns.fix(found)
     allowed: set[str] | None = None
-    if spec.strict:
+    if fixed_set:
         pairs = zip(files, samples, strict=True)
         first = next(((scan_file, sample) for scan_file, sample in pairs if sample.fields), None)
         allowed = {f.name.casefold() for f in first[1].fields} if first else set()

@@ -17,11 +17,11 @@ from connect_plugin.scanning import (
     ScanReader,
     ScanSpec,
     clear_schema_cache,
-    native,
     plan_scan,
     scanner,
 )
 from connect_plugin.scanning.conform import limit_batches
+from connect_plugin.scanning.formats import FORMAT_CLASSES, FileFormat
 from tests.unit.scanning.scan_checks import (
     read,
     rows,
@@ -46,7 +46,7 @@ def columnar_only(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """pyarrow parses 256 bytes at a time, so a small file has many blocks."""
-    monkeypatch.setattr(native, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(FileFormat, "block_bytes", 256)
 
 
 @pytest.mark.usefixtures("columnar_only")
@@ -244,7 +244,8 @@ def test_a_row_over_max_bytes_is_an_error_naming_the_file(tmp_path: Path) -> Non
 @pytest.fixture
 def no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if any reader decodes values."""
-    monkeypatch.setattr(scanner, "native_batches", refuse)
+    for format_class in FORMAT_CLASSES.values():
+        monkeypatch.setattr(format_class, "native_batches", refuse)
     monkeypatch.setattr(scanner, "row_batches", refuse)
 
 

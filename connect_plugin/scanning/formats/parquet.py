@@ -1,0 +1,59 @@
+"""Parquet: columns by name from the file's own schema, counts from its footer.
+
+Parquet has no row path: its values are typed already, and a value that
+does not cast to the scan's type is handled in place by the scanner, row by
+row, for the one batch it sits in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.formats.base import Decode, FileFormat, FileSample
+from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.widening import normalize_type
+
+if TYPE_CHECKING:
+    from connect_plugin.scanning.plan import ScanPlan
+
+
+class ParquetFormat(FileFormat):
+    name = Format.PARQUET
+    has_row_path = False
+
+    def open(self, scan_file: ScanFile) -> pa.NativeFile:
+        """Parquet reads its footer first, so its files are opened for random access."""
+        return pa.memory_map(scan_file.path)
+
+    def sample(self, scan_file: ScanFile) -> FileSample:
+        with self.open(scan_file) as handle:
+            schema = pq.read_schema(handle)
+        return FileSample(tuple(f.with_type(normalize_type(f.type)) for f in schema))
+
+    def native_batches(
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
+    ) -> Iterator[pa.RecordBatch]:
+        with self.open(scan_file) as handle:
+            parquet = pq.ParquetFile(handle)
+            present = {name.casefold(): name for name in parquet.schema_arrow.names}
+            chosen = [
+                (f.name, present[f.name.casefold()])
+                for f in decode.fields
+                if f.name.casefold() in present
+            ]
+            table_names = [table_name for table_name, _ in chosen]
+            for batch in parquet.iter_batches(
+                batch_size=self.spec.max_rows,
+                columns=[spelled for _, spelled in chosen],
+                use_threads=False,
+            ):
+                yield batch.rename_columns(table_names)
+
+    def count_rows(self, plan: ScanPlan, scan_file: ScanFile) -> Iterator[int]:
+        with self.open(scan_file) as handle:
+            yield pq.ParquetFile(handle).metadata.num_rows
