@@ -78,7 +78,7 @@ class ScanReader:
         constants = self.conformer.constants(scan_file)
         conform = self.conformer.conform
         if self.decode.is_empty:
-            for count in self.format.count_rows(self.plan, scan_file):
+            for count in self.format.count_rows(scan_file):
                 yield conform(rows_only(count), constants)
             return
         in_place = not self.format.has_row_path

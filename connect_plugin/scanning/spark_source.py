@@ -269,8 +269,3 @@ def sparkable_type(arrow_type: pa.DataType) -> pa.DataType:
             sparkable_type(arrow_type.key_type), item.with_type(sparkable_type(item.type))
         )
     return arrow_type
-
-
-def data_source_class() -> type[ScanDataSource]:
-    """The class to register: ``spark.dataSource.register(data_source_class())``."""
-    return ScanDataSource

@@ -41,6 +41,8 @@ DEFAULT_SAMPLE_BYTES = 256 * 1024
 DEFAULT_RESCUED_COLUMN = "_rescued_data"
 """The rescued-data column of ``evolution="rescue"`` when none is named, as in Auto Loader."""
 
+_PLAIN = (Compression.AUTO, Compression.NONE)
+
 SPEC_VERSION = 1
 
 INDEXED_NAME = re.compile(r"^(?P<base>.+)\[(?P<index>\d+)\]$")
@@ -90,6 +92,11 @@ class ScanSpec:
         set_field(self, "on_error", choice("on_error", self.on_error, OnError))
         set_field(self, "options", _options(self.format, self.options))
         set_field(self, "compression", choice("compression", self.compression, Compression))
+        if not format_class(self.format).compressible and self.compression not in _PLAIN:
+            raise InvalidScanSpec(
+                f"compression='{self.compression}' does not apply to {self.format} files, "
+                "which compress their own pages; leave compression at auto"
+            )
         strict = boolean("strict", self.strict)
         evolution = _evolution(self.evolution, strict)
         set_field(self, "evolution", evolution)

@@ -48,7 +48,7 @@ from connect_plugin.scanning.spark_source import (
     COUNT_OPTION,
     PUSHDOWN_OPTION,
     SPEC_OPTION,
-    data_source_class,
+    ScanDataSource,
 )
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.server.plans import type_name_of, walk_relations
@@ -85,7 +85,7 @@ class Scans:
         pushdown = (await upstream.config([PUSHDOWN_CONF])).get(PUSHDOWN_CONF)
         relation = spark_proto.Relation()
         source = relation.read.data_source
-        source.format = data_source_class().name()
+        source.format = ScanDataSource.name()
         source.options[SPEC_OPTION] = spec.to_json()
         source.options[PUSHDOWN_OPTION] = "true" if pushdown == "true" else "false"
         if message.count_rows:
@@ -99,7 +99,7 @@ class Scans:
         key = (session.user_id, session.session_id)
         if key in self._registered:
             return
-        cls = data_source_class()
+        cls = ScanDataSource
         command = spark_proto.Command()
         registration = command.register_data_source
         registration.name = cls.name()

@@ -12,6 +12,7 @@ records parsed one by one in Python from a given record on
 from __future__ import annotations
 
 import io
+import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,7 +21,7 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.options import Compression, Format
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
@@ -32,6 +33,19 @@ BLOCK_BYTES = 4 * 1024 * 1024
 
 HEAD_CHUNK = 64 * 1024
 """Bytes read at a time to finish the last line of a sample."""
+
+STREAM_BUFFER = 64 * 1024
+"""Read-ahead of a file stream, so that small reads (lines, headers) cost no call each."""
+
+COMPRESSION_EXTENSIONS = {
+    ".gz": Compression.GZIP,
+    ".bz2": Compression.BZIP2,
+    ".zst": Compression.ZSTD,
+}
+"""File name endings that ``compression="auto"`` reads as compressed."""
+
+_CODECS = {Compression.GZIP: "gzip", Compression.BZIP2: "bz2", Compression.ZSTD: "zstd"}
+"""pyarrow's codec name of each compression."""
 
 COLUMNS = "columns"
 """The list column of a headerless delimited file, as Drill names it."""
@@ -89,6 +103,8 @@ class FileFormat:
     has_row_path: ClassVar[bool] = True
     """Whether records pyarrow refuses can be read again one by one (not parquet)."""
     block_bytes: ClassVar[int] = BLOCK_BYTES
+    compressible: ClassVar[bool] = True
+    """Whether whole files may be compressed (not parquet, which compresses inside)."""
 
     def __init__(self, spec: ScanSpec) -> None:
         self.spec = spec
@@ -126,9 +142,28 @@ class FileFormat:
         """Whether the table is Drill's single ``columns`` list (headerless, no provided schema)."""
         return self.headerless and self.spec.provided_schema is None
 
+    def codec(self, scan_file: ScanFile) -> str | None:
+        """pyarrow's codec for the file: the spec's compression, or its name's ending."""
+        compression = self.spec.compression
+        if compression is Compression.AUTO:
+            ending = posixpath.splitext(scan_file.path)[1].lower()
+            compression = COMPRESSION_EXTENSIONS.get(ending, Compression.NONE)
+        return _CODECS.get(compression)
+
     def open(self, scan_file: ScanFile) -> pa.NativeFile:
-        """A stream of the file's bytes, from its start."""
-        return pa.input_stream(scan_file.path)
+        """A buffered stream of the file's bytes from its start, decompressed."""
+        stream = pa.input_stream(scan_file.path, compression=None)
+        codec = self.codec(scan_file)
+        if codec is not None:
+            stream = pa.CompressedInputStream(stream, codec)
+        return pa.BufferedInputStream(stream, STREAM_BUFFER)
+
+    def is_empty(self, scan_file: ScanFile) -> bool:
+        """Whether the file has no bytes (after decompression, which only its start tells)."""
+        if self.codec(scan_file) is None:
+            return scan_file.size == 0
+        with self.open(scan_file) as handle:
+            return not handle.read(1)
 
     def read_head(self, scan_file: ScanFile, limit: int) -> tuple[bytes, bool]:
         """The first ``limit`` bytes cut after the last whole line, and whether that is all.
@@ -190,6 +225,6 @@ class FileFormat:
         """Raw rows of a file from record ``skip`` on (counting from 0), parsed in Python."""
         raise NotImplementedError
 
-    def count_rows(self, plan: ScanPlan, scan_file: ScanFile) -> Iterator[int]:
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         """Record counts of one file, in pieces, without decoding a value."""
         raise NotImplementedError

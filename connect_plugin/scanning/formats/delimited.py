@@ -187,7 +187,7 @@ class CsvFormat(DelimitedFormat):
                     continue
                 yield pa.RecordBatch.from_arrays(arrays, names=[*names, COLUMNS][: len(arrays)])
 
-    def count_rows(self, plan: ScanPlan, scan_file: ScanFile) -> Iterator[int]:
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         file_names = self._file_names(scan_file)
         if file_names:
             with self.open(scan_file) as handle:
@@ -295,7 +295,7 @@ class TextFormat(DelimitedFormat):
                 columns = pa.FixedSizeListArray.from_arrays(lines, 1).cast(STRING_LIST)
             yield pa.RecordBatch.from_arrays([columns], names=[COLUMNS])
 
-    def count_rows(self, plan: ScanPlan, scan_file: ScanFile) -> Iterator[int]:
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         for block in self.line_blocks(scan_file):
             yield block.count(b"\n") + (not block.endswith(b"\n"))
 

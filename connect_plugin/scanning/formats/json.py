@@ -70,7 +70,7 @@ class JsonFormat(FileFormat):
     def native_batches(
         self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
     ) -> Iterator[pa.RecordBatch]:
-        if scan_file.size == 0:
+        if self.is_empty(scan_file):
             return
         spelled = [f.with_name(plan.spelling(scan_file, f.name)) for f in decode.fields]
         read = pa.schema([f.with_type(json_read_type(f.type)) for f in spelled])
@@ -116,7 +116,7 @@ class JsonFormat(FileFormat):
             if row is not None:
                 yield row
 
-    def count_rows(self, plan: ScanPlan, scan_file: ScanFile) -> Iterator[int]:
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         for block in self.line_blocks(scan_file):
             lines = block.count(b"\n") + (not block.endswith(b"\n"))
             yield lines - _blank_lines(block)

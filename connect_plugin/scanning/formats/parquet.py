@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 class ParquetFormat(FileFormat):
     name = Format.PARQUET
     has_row_path = False
+    compressible = False
 
     def open(self, scan_file: ScanFile) -> pa.NativeFile:
         """Parquet reads its footer first, so its files are opened for random access."""
@@ -54,6 +55,6 @@ class ParquetFormat(FileFormat):
             ):
                 yield batch.rename_columns(table_names)
 
-    def count_rows(self, plan: ScanPlan, scan_file: ScanFile) -> Iterator[int]:
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         with self.open(scan_file) as handle:
             yield pq.ParquetFile(handle).metadata.num_rows
