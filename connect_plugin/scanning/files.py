@@ -33,12 +33,21 @@ TARGET_GROUP_BYTES = 128 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ScanFile:
-    """One file of a scan: its absolute path, scan root, size and modification time."""
+    """One file of a scan: its path on its file system, scan root, size and modification time.
+
+    ``scheme`` is the URL scheme of an object store (``s3://``), empty for local files.
+    """
 
     path: str
     root: str
     size: int
     mtime_ns: int
+    scheme: str = ""
+
+    @property
+    def url(self) -> str:
+        """Where the file is, as users name it: the local path, or ``s3://bucket/key``."""
+        return f"{self.scheme}{self.path}" if self.scheme else self.path
 
     @property
     def dirs(self) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from connect_plugin.scanning.files import ScanFile, list_files
 from connect_plugin.scanning.formats import FileSample
+from connect_plugin.scanning.options import Evolution
 from connect_plugin.scanning.projection import (
     Kind,
     OutputColumn,
@@ -99,11 +100,12 @@ def _wants_samples(spec: ScanSpec, columns: Sequence[OutputColumn]) -> bool:
     """Whether the files can still change the output: the provided schema does not settle it."""
     if not needs_sampling(spec):
         return False
-    if spec.provided_schema is None:
+    evolution = spec.schema_evolution
+    if spec.provided_schema is None or evolution is Evolution.FAIL_ON_NEW_COLUMNS:
         return True
-    if spec.is_wildcard:
-        return not spec.strict
-    return any(column.kind is Kind.MISSING for column in columns) and not spec.strict
+    if evolution.fixes_schema:
+        return False
+    return spec.is_wildcard or any(column.kind is Kind.MISSING for column in columns)
 
 
 def _spellings(files: Sequence[ScanFile], samples: Sequence[FileSample]) -> Spellings:

@@ -25,8 +25,10 @@ from connect_plugin.errors import ScanError
 from connect_plugin.scanning.conform import Conformer, ConversionFailed, limit_batches, rows_only
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, Decode
+from connect_plugin.scanning.options import Evolution
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.projection import Kind
+from connect_plugin.scanning.rescue import rescued_text, without_file
 from connect_plugin.scanning.rowpath import BadRecords, row_batches
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,9 @@ class ScanReader:
                     kept.append(self.conformer.conform(row, constants))
                     break
                 except ConversionFailed as exc:
+                    if self.decode.rescue is not None:
+                        row = self._rescued(row, exc.column, scan_file)
+                        continue
                     if not self._bad.keeps(scan_file, first + offset + 1, str(exc), unit="row"):
                         break
                     row = self._without(row, exc.column)
@@ -135,6 +140,17 @@ class ScanReader:
         index = row.schema.get_field_index(source)
         return row.set_column(index, row.schema.field(index), pa.nulls(1, row.column(index).type))
 
+    def _rescued(self, row: pa.RecordBatch, output_name: str, scan_file: ScanFile) -> pa.RecordBatch:
+        """The row with the value that did not cast moved into its rescued-data column."""
+        assert self.decode.rescue is not None
+        source = next(c.source for c in self.plan.columns if c.name == output_name)
+        value = row.column(row.schema.get_field_index(source))[0].as_py()
+        index = row.schema.get_field_index(self.decode.rescue)
+        text = row.column(index)[0].as_py()
+        merged = rescued_text({**without_file(text), source: value}, scan_file.url)
+        rescued = pa.array([merged], pa.string())
+        return self._without(row, output_name).set_column(index, row.schema.field(index), rescued)
+
 
 def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
     """The raw columns to decode: table columns in their output type where one output has it."""
@@ -146,10 +162,16 @@ def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
     for table_field in plan.decoded_fields:
         read_type = read_types.get(table_field.name.casefold(), table_field.type)
         fields.append(pa.field(table_field.name, read_type))
+    rescue = next((c.source for c in plan.columns if c.kind is Kind.RESCUED), None)
     if not plan.spec.file_format.list_table:
-        return Decode(tuple(fields))
+        return Decode(
+            tuple(fields),
+            rescue=rescue,
+            table_keys=frozenset(f.name.casefold() for f in plan.table.data_fields),
+            fail_on_new=plan.spec.schema_evolution is Evolution.FAIL_ON_NEW_COLUMNS,
+        )
     elements = tuple(
         sorted({c.index for c in plan.columns if c.kind is Kind.ELEMENT and c.source == COLUMNS})
     )
     whole = any(c.kind is Kind.TABLE and c.source == COLUMNS for c in plan.columns)
-    return Decode((), elements, whole)
+    return Decode((), elements, whole, rescue=rescue)

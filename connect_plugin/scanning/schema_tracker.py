@@ -11,11 +11,15 @@ the provided schema and the files' samples (``sampling``):
   order of first appearance: the first file's columns in its order, then
   each new column where it first turns up.
 - With a provided schema, its columns come first, in its order and with its
-  types and nullability; the files' other columns follow (lenient), or are
-  dropped when ``strict`` is set.
-- ``strict`` without a provided schema: the first file that has columns
-  fixes the set and order; columns first seen in later files are dropped
-  with a logged warning. Types of the fixed columns still widen.
+  types and nullability; the files' other columns follow
+  (``evolution="add_new_columns"``, the default), or the provided schema
+  fixes the set (every other mode).
+- A fixed set without a provided schema: the first file that has columns
+  fixes the set and order. Columns first seen in later files are dropped
+  with a logged warning (``none``, also written ``strict=True``), kept in
+  the rescued-data column by the readers (``rescue``), or an error naming
+  the file and the columns (``fail_on_new_columns``). Types of the fixed
+  columns still widen.
 - Types widen by the rules of ``widening``; a conflict names the column,
   both types and the files that gave them, unless the provided schema gives
   the type (each file's values are then cast to it on reading).
@@ -37,7 +41,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from connect_plugin.errors import InvalidScanSpec, SchemaConflict
+from connect_plugin.errors import InvalidScanSpec, SchemaConflict, SchemaEvolutionError
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, FileSample
 from connect_plugin.scanning.implicit import (
@@ -46,6 +50,8 @@ from connect_plugin.scanning.implicit import (
     dir_index,
     file_column_kind,
 )
+from connect_plugin.scanning.options import Evolution
+from connect_plugin.scanning.rescue import new_columns_message
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type, without_nulls
 
@@ -132,26 +138,49 @@ def resolve_table(
     file_format = spec.file_format
     if file_format.list_table:
         return TableSchema((LIST_TABLE_FIELD,))
-    fixed_set = spec.schema_evolution.fixes_schema
-    if file_format.headerless or samples is None or (fixed_set and provided_fields):
+    evolution = spec.schema_evolution
+    if file_format.headerless or samples is None:
+        return TableSchema(tuple(provided_fields), implicit, fixed)
+    if evolution.fixes_schema and provided_fields:
+        allowed = {f.name.casefold() for f in provided_fields} | set(implicit)
+        _new_columns(evolution, files, samples, allowed, "the provided schema")
         return TableSchema(tuple(provided_fields), implicit, fixed)
     columns = _Union()
     for found in provided_fields:
         columns.fix(found)
-    allowed: set[str] | None = None
-    if fixed_set:
+    kept: set[str] | None = None
+    if evolution.fixes_schema:
         pairs = zip(files, samples, strict=True)
         first = next(((scan_file, sample) for scan_file, sample in pairs if sample.fields), None)
-        allowed = {f.name.casefold() for f in first[1].fields} if first else set()
+        kept = {f.name.casefold() for f in first[1].fields} if first else set()
         first_path = first[0].path if first else ""
-        _warn_dropped(files, samples, allowed, f"the first file ({first_path})")
+        _new_columns(evolution, files, samples, kept, f"the first file ({first_path})")
     for scan_file, sample in zip(files, samples, strict=True):
         for found in sample.fields:
-            if allowed is None or found.name.casefold() in allowed:
+            if kept is None or found.name.casefold() in kept:
                 columns.add(found, scan_file)
         for key, message in sample.conflicts.items():
             columns.conflict(key, message)
     return TableSchema(columns.fields(), implicit, fixed, columns.conflicts)
+
+
+def _new_columns(
+    evolution: Evolution,
+    files: Sequence[ScanFile],
+    samples: Sequence[FileSample],
+    kept: set[str],
+    fixed_by: str,
+) -> None:
+    """Columns of later files outside the fixed schema: an error, a warning, or (rescue) nothing."""
+    if evolution is Evolution.RESCUE:
+        return
+    if evolution is Evolution.NONE:
+        _warn_dropped(files, samples, kept, fixed_by)
+        return
+    for scan_file, sample in zip(files, samples, strict=True):
+        new = [f.name for f in sample.fields if f.name.casefold() not in kept]
+        if new:
+            raise SchemaEvolutionError(new_columns_message(scan_file.url, new, fixed_by))
 
 
 class _Union:
@@ -218,7 +247,7 @@ def _warn_dropped(
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         log.warning(
             "strict scan: column '%s' of file %s%s is not in the schema fixed by %s and is "
-            "dropped; scan with strict=False to keep it",
+            "dropped (evolution='none'); scan with strict=False to keep it",
             name,
             paths[0],
             more,

@@ -75,15 +75,31 @@ class Decode:
 
     ``elements`` are the ``columns[n]`` a headerless file should deliver as
     ``columns[n]`` string columns; ``whole_list`` asks for ``columns`` itself.
+    ``rescue`` names the raw string column of rescued values (None: no
+    rescue); ``table_keys`` are the folded names of every table column, so a
+    reader knows which of a file's fields the table does not keep; with
+    ``fail_on_new`` such a field is an error.
     """
 
     fields: tuple[pa.Field, ...]
     elements: tuple[int, ...] = ()
     whole_list: bool = False
+    rescue: str | None = None
+    table_keys: frozenset[str] = frozenset()
+    fail_on_new: bool = False
 
     @property
     def is_empty(self) -> bool:
-        return not self.fields and not self.elements and not self.whole_list
+        return not self.fields and not self.elements and not self.whole_list and not self.rescue
+
+    @property
+    def watches_fields(self) -> bool:
+        """Whether fields outside the table matter (rescued, or an error)."""
+        return self.rescue is not None or self.fail_on_new
+
+    def leftover(self, name: str) -> bool:
+        """Whether a field of a file is outside the table."""
+        return name.casefold() not in self.table_keys
 
     @property
     def raw_fields(self) -> list[pa.Field]:
@@ -92,6 +108,8 @@ class Decode:
         fields += [pa.field(f"{COLUMNS}[{index}]", pa.string()) for index in self.elements]
         if self.whole_list:
             fields.append(pa.field(COLUMNS, STRING_LIST))
+        if self.rescue is not None:
+            fields.append(pa.field(self.rescue, pa.string()))
         return fields
 
 

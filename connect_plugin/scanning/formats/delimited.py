@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.errors import InvalidScanSpec, SchemaEvolutionError
 from connect_plugin.scanning.converters import BadValue, text_converter
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats.base import (
@@ -39,6 +39,7 @@ from connect_plugin.scanning.formats.base import (
     Row,
 )
 from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
@@ -123,9 +124,10 @@ class DelimitedFormat(FileFormat):
         self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
     ) -> Iterator[Row]:
         records = self.records(_text_lines(self.lines(scan_file), scan_file, bad))
-        positions = self._positions(plan, decode, records)
+        positions, leftovers = self._positions(plan, decode, records, scan_file)
         converters = [text_converter(f.type) for f in decode.fields]
         names = [f.name for f in decode.fields]
+        rescue = decode.rescue is not None
         nulls = (None,) * len(decode.raw_fields)
         record_number = -1
         for line_number, fields in records:
@@ -138,30 +140,49 @@ class DelimitedFormat(FileFormat):
                 continue
             values: list[Any] = []
             problem = None
+            rescued: dict[str, Any] = {}
             for name, position, convert in zip(names, positions, converters, strict=True):
                 text = fields[position] if position is not None and position < len(fields) else None
                 try:
                     values.append(convert(text))
                 except BadValue as exc:
-                    problem = problem or f"column '{name}': expected {exc}"
                     values.append(None)
+                    if rescue:
+                        rescued[name] = text
+                    else:
+                        problem = problem or f"column '{name}': expected {exc}"
             values += [fields[i] if i < len(fields) else None for i in decode.elements]
             if decode.whole_list:
                 values.append(fields)
             if problem is not None and not bad.keeps(scan_file, line_number, problem):
                 continue
+            if rescue:
+                for name, position in leftovers:
+                    if position < len(fields):
+                        rescued[name] = fields[position]
+                values.append(rescued_text(rescued, scan_file.url) if rescued else None)
             yield tuple(values)
 
-    def _positions(self, plan: ScanPlan, decode: Decode, records: Records) -> list[int | None]:
-        """Where each decoded column sits in a record: by header name, or by position."""
+    def _positions(
+        self, plan: ScanPlan, decode: Decode, records: Records, scan_file: ScanFile
+    ) -> tuple[list[int | None], list[tuple[str, int]]]:
+        """Where each decoded column sits in a record (by header name, or by position), and
+        the header's fields outside the table with theirs."""
         if self.list_table:
-            return []
+            return [], []
         if self.has_header:
             header = next(records, (0, []))[1] or []
             present = {name.casefold(): index for index, name in enumerate(header)}
-            return [present.get(f.name.casefold()) for f in decode.fields]
+            leftovers = [(name, i) for i, name in enumerate(header) if decode.leftover(name)]
+            if decode.watches_fields:
+                self._check_new(decode, [name for name, _ in leftovers], scan_file)
+            return [present.get(f.name.casefold()) for f in decode.fields], leftovers
         order = {f.name.casefold(): index for index, f in enumerate(plan.table.data_fields)}
-        return [order.get(f.name.casefold()) for f in decode.fields]
+        return [order.get(f.name.casefold()) for f in decode.fields], []
+
+    def _check_new(self, decode: Decode, names: list[str], scan_file: ScanFile) -> None:
+        if decode.fail_on_new and names:
+            raise SchemaEvolutionError(new_columns_message(scan_file.url, names, "the scan's schema"))
 
 
 class CsvFormat(DelimitedFormat):
@@ -176,16 +197,28 @@ class CsvFormat(DelimitedFormat):
             return
         wanted = self._wanted(plan, decode, file_names)
         types = {spelled: read_type for spelled, (_, read_type) in wanted.items()}
+        leftovers: list[str] = []
+        if decode.watches_fields and self.has_header:
+            leftovers = [name for name in file_names if decode.leftover(name)]
+            self._check_new(decode, leftovers, scan_file)
+            types.update({name: pa.string() for name in leftovers if name not in types})
         names = [table_name for table_name, _ in wanted.values()]
+        if decode.whole_list:
+            names.append(COLUMNS)
+        if decode.rescue is not None:
+            names.append(decode.rescue)
         with self.open(scan_file) as handle:
             for batch in self._reader(handle, file_names, types):
                 arrays = [batch.column(spelled) for spelled in wanted]
                 if decode.whole_list:
                     arrays.append(strings_to_list([batch.column(name) for name in file_names]))
+                if decode.rescue is not None:
+                    extras = [(name, batch.column(name)) for name in leftovers]
+                    arrays.append(rescued_array(extras, batch.num_rows, scan_file.url))
                 if not arrays:
                     yield batch.select([])
                     continue
-                yield pa.RecordBatch.from_arrays(arrays, names=[*names, COLUMNS][: len(arrays)])
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
 
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         file_names = self._file_names(scan_file)

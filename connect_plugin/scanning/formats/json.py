@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning.converters import BadValue, Converter, json_converter
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats.base import (
@@ -31,6 +32,7 @@ from connect_plugin.scanning.formats.base import (
     Row,
 )
 from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
 
 if TYPE_CHECKING:
@@ -74,17 +76,21 @@ class JsonFormat(FileFormat):
             return
         spelled = [f.with_name(plan.spelling(scan_file, f.name)) for f in decode.fields]
         read = pa.schema([f.with_type(json_read_type(f.type)) for f in spelled])
+        watch = decode.watches_fields
         with self.open(scan_file) as handle:
             reader = pa_json.open_json(
                 handle,
                 read_options=pa_json.ReadOptions(block_size=self.block_bytes, use_threads=False),
                 parse_options=pa_json.ParseOptions(
-                    explicit_schema=read, unexpected_field_behavior="ignore"
+                    explicit_schema=read, unexpected_field_behavior="infer" if watch else "ignore"
                 ),
             )
             names = [f.name for f in decode.fields]
             for batch in reader:
-                yield batch.rename_columns(names)
+                if watch:
+                    yield _with_leftovers(batch, names, decode, scan_file)
+                else:
+                    yield batch.rename_columns(names)
 
     def row_records(
         self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
@@ -93,7 +99,7 @@ class JsonFormat(FileFormat):
             (f.name, plan.spelling(scan_file, f.name), f.name.casefold(), json_converter(f.type))
             for f in decode.fields
         ]
-        nulls = (None,) * len(columns)
+        nulls = (None,) * len(decode.raw_fields)
         record_number = -1
         for line_number, line in enumerate(self.lines(scan_file), start=1):
             if not line.strip():
@@ -112,7 +118,7 @@ class JsonFormat(FileFormat):
                 if bad.unreadable(scan_file, line_number, "the record is not a json object"):
                     yield nulls
                 continue
-            row = _convert_record(record, columns, scan_file, line_number, bad)
+            row = _convert_record(record, columns, scan_file, line_number, bad, decode)
             if row is not None:
                 yield row
 
@@ -139,16 +145,44 @@ def json_read_type(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
+def _with_leftovers(
+    batch: pa.RecordBatch, names: list[str], decode: Decode, scan_file: ScanFile
+) -> pa.RecordBatch:
+    """The decoded columns, plus the rescued fields the table does not keep.
+
+    pyarrow's reader puts the fields it was not asked for after the asked-for
+    ones; those the table has (columns not projected) are dropped.
+    """
+    width = len(names)
+    extras = [
+        (batch.schema.field(index).name, batch.column(index))
+        for index in range(width, batch.num_columns)
+        if decode.leftover(batch.schema.field(index).name)
+    ]
+    if decode.fail_on_new and extras:
+        where = f"{scan_file.url} (past its sample)"
+        raise SchemaEvolutionError(
+            new_columns_message(where, [name for name, _ in extras], "the scan's schema")
+        )
+    arrays = [batch.column(index) for index in range(width)]
+    if decode.rescue is None:
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+    arrays.append(rescued_array(extras, batch.num_rows, scan_file.url))
+    return pa.RecordBatch.from_arrays(arrays, names=[*names, decode.rescue])
+
+
 def _convert_record(
     record: dict[str, Any],
     columns: Sequence[tuple[str, str, str, Converter]],
     scan_file: ScanFile,
     line_number: int,
     bad: BadRecords,
+    decode: Decode,
 ) -> Row | None:
     values = []
     folded: dict[str, Any] | None = None
     problem = None
+    rescued: dict[str, Any] = {}
     for name, spelled, key, convert in columns:
         value = record.get(spelled, _MISSING)
         if value is _MISSING:
@@ -158,10 +192,22 @@ def _convert_record(
         try:
             values.append(convert(value))
         except BadValue as exc:
-            problem = problem or f"column '{name}': expected {exc}"
             values.append(None)
+            if decode.rescue is not None:
+                rescued[spelled] = value
+            else:
+                problem = problem or f"column '{name}': expected {exc}"
+    if decode.watches_fields:
+        new = [str(key) for key in record if decode.leftover(str(key))]
+        if new and decode.fail_on_new:
+            where = f"{scan_file.url}, line {line_number},"
+            raise SchemaEvolutionError(new_columns_message(where, new, "the scan's schema"))
+        for key in new:
+            rescued[key] = record[key]
     if problem is not None and not bad.keeps(scan_file, line_number, problem):
         return None
+    if decode.rescue is not None:
+        values.append(rescued_text(rescued, scan_file.url) if rescued else None)
     return tuple(values)
 
 

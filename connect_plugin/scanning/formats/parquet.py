@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats.base import Decode, FileFormat, FileSample
 from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.rescue import new_columns_message, rescued_array
 from connect_plugin.scanning.widening import normalize_type
 
 if TYPE_CHECKING:
@@ -48,12 +50,25 @@ class ParquetFormat(FileFormat):
                 if f.name.casefold() in present
             ]
             table_names = [table_name for table_name, _ in chosen]
+            leftovers: list[str] = []
+            if decode.watches_fields:
+                leftovers = [name for name in parquet.schema_arrow.names if decode.leftover(name)]
+                if decode.fail_on_new and leftovers:
+                    raise SchemaEvolutionError(
+                        new_columns_message(scan_file.url, leftovers, "the scan's schema")
+                    )
+            width = len(chosen)
             for batch in parquet.iter_batches(
                 batch_size=self.spec.max_rows,
-                columns=[spelled for _, spelled in chosen],
+                columns=[spelled for _, spelled in chosen] + leftovers,
                 use_threads=False,
             ):
-                yield batch.rename_columns(table_names)
+                if decode.rescue is None:
+                    yield batch.select(range(width)).rename_columns(table_names)
+                    continue
+                extras = [(name, batch.column(width + i)) for i, name in enumerate(leftovers)]
+                arrays = [*batch.columns[:width], rescued_array(extras, batch.num_rows, scan_file.url)]
+                yield pa.RecordBatch.from_arrays(arrays, names=[*table_names, decode.rescue])
 
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         with self.open(scan_file) as handle:
