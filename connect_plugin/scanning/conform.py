@@ -89,7 +89,7 @@ class Conformer:
             return pa.scalar(text).cast(target.type).as_py()
         except (pa.ArrowException, ValueError) as exc:
             message = (
-                f"file {scan_file.path}: partition directory value {text!r} is not a "
+                f"file {scan_file.url}: partition directory value {text!r} is not a "
                 f"{target.type} for column '{target.name}'"
             )
             if self.plan.spec.on_error is OnError.FAIL:

@@ -75,7 +75,7 @@ class ScanPlan:
 
 def plan_scan(spec: ScanSpec) -> ScanPlan:
     """List, sample as little as needed, and resolve the schema of a scan."""
-    files = tuple(list_files(spec.paths))
+    files = tuple(list_files(spec.paths, spec.storage))
     partitions = partitions_of(spec, files)
     table = resolve_table(spec, files, None)
     columns = resolve_projection(spec, table, partitions)

@@ -47,7 +47,7 @@ class BadRecords:
         """Record one bad record (at a line, or a row for parquet); ``fail`` raises ``BadRecord``."""
         if self.on_error is OnError.FAIL:
             raise BadRecord(
-                f"file {scan_file.path}, {unit} {line}: {reason}; fix the record, or scan with "
+                f"file {scan_file.url}, {unit} {line}: {reason}; fix the record, or scan with "
                 "on_error='skip' to drop bad records or on_error='null' to null bad values"
             )
         self.count += 1
@@ -74,7 +74,7 @@ class BadRecords:
         if seen is not None:
             log.warning(
                 "file %s: %d bad record(s) %s (first at %s)",
-                scan_file.path,
+                scan_file.url,
                 seen[0],
                 _ACTIONS[self.on_error],
                 seen[1],

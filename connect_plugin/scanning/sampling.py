@@ -43,6 +43,6 @@ def sample_file(spec: ScanSpec, scan_file: ScanFile) -> FileSample:
     try:
         sample = spec.file_format.sample(scan_file)
     except (OSError, pa.ArrowException) as exc:
-        raise ScanError(f"cannot read file {scan_file.path} to learn its columns: {exc}") from exc
+        raise ScanError(f"cannot read file {scan_file.url} to learn its columns: {exc}") from exc
     nullable = tuple(pa.field(f.name, nullable_type(f.type)) for f in sample.fields)
     return FileSample(nullable, sample.conflicts)

@@ -64,7 +64,7 @@ class ScanReader:
         return pa.Table.from_batches(list(self.read(files)), schema=self.schema)
 
     def read_file(self, scan_file: ScanFile) -> Iterator[pa.RecordBatch]:
-        where = f"file {scan_file.path}"
+        where = f"file {scan_file.url}"
         spec = self.plan.spec
         rows = 0
         try:
@@ -95,10 +95,10 @@ class ScanReader:
                 delivered += raw.num_rows
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ConversionFailed) as exc:
             if in_place:
-                raise ScanError(f"cannot read file {scan_file.path}: {exc}") from exc
+                raise ScanError(f"cannot read file {scan_file.url}: {exc}") from exc
             log.info(
                 "file %s: the columnar reader stopped at record %d (%s); reading on row by row",
-                scan_file.path,
+                scan_file.url,
                 delivered + 1,
                 exc,
             )
@@ -106,7 +106,7 @@ class ScanReader:
                 for raw in row_batches(self.plan, scan_file, self.decode, delivered, self._bad):
                     yield conform(raw, constants)
             except ConversionFailed as failure:
-                raise ScanError(f"cannot read file {scan_file.path}: {failure}") from failure
+                raise ScanError(f"cannot read file {scan_file.url}: {failure}") from failure
 
     def _conform_in_place(
         self, raw: pa.RecordBatch, constants: Sequence[Any], scan_file: ScanFile, first: int

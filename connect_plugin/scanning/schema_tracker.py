@@ -205,7 +205,7 @@ class _Union:
         key = found.name.casefold()
         known = self._columns.get(key)
         if known is None:
-            self._columns[key] = (pa.field(found.name, found.type), scan_file.path, False)
+            self._columns[key] = (pa.field(found.name, found.type), scan_file.url, False)
             return
         if key in self._fixed:
             return
@@ -217,7 +217,7 @@ class _Union:
             self.conflict(
                 key,
                 f"column '{table_field.name}{clash.path}' is {clash.left} in file {origin}"
-                f"{since} but {clash.right} in file {scan_file.path}; no widening rule joins "
+                f"{since} but {clash.right} in file {scan_file.url}; no widening rule joins "
                 "them. Give the column's type in the scan's schema to cast every file to it, "
                 "or scan the files apart",
             )
@@ -242,7 +242,7 @@ def _warn_dropped(
     for scan_file, sample in zip(files, samples, strict=True):
         for found in sample.fields:
             if found.name.casefold() not in allowed:
-                dropped.setdefault(found.name, []).append(scan_file.path)
+                dropped.setdefault(found.name, []).append(scan_file.url)
     for name, paths in dropped.items():
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         log.warning(

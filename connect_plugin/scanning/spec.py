@@ -16,7 +16,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -33,6 +33,13 @@ from connect_plugin.scanning.options import (
     Partitioning,
     boolean,
     choice,
+)
+from connect_plugin.scanning.storage import (
+    SECRET_OPTION_PREFIX,
+    Storage,
+    open_storage,
+    options_digest,
+    split_storage_options,
 )
 
 DEFAULT_SAMPLE_BYTES = 256 * 1024
@@ -81,6 +88,8 @@ class ScanSpec:
     evolution: Evolution | None = None
     rescued_column: str | None = None
     compression: Compression = Compression.AUTO
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """``s3.*`` options (``options`` may hold them too): secrets, kept out of JSON and repr."""
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__
@@ -90,7 +99,10 @@ class ScanSpec:
         set_field(self, "provided_schema", _schema(self.provided_schema))
         set_field(self, "partitioning", choice("partitioning", self.partitioning, Partitioning))
         set_field(self, "on_error", choice("on_error", self.on_error, OnError))
-        set_field(self, "options", _options(self.format, self.options))
+        reader, storage = split_storage_options(_text_map(self.options))
+        _, more_storage = split_storage_options(_text_map(self.storage_options))
+        set_field(self, "options", format_class(self.format).check_options(reader))
+        set_field(self, "storage_options", {**storage, **more_storage})
         set_field(self, "compression", choice("compression", self.compression, Compression))
         if not format_class(self.format).compressible and self.compression not in _PLAIN:
             raise InvalidScanSpec(
@@ -125,6 +137,21 @@ class ScanSpec:
     def is_wildcard(self) -> bool:
         """Whether the projection holds the wildcard (alone or among other names)."""
         return self.columns is None or "*" in self.columns
+
+    @cached_property
+    def storage(self) -> Storage:
+        """The file system of the scan's paths, opened once and kept with the spec."""
+        return open_storage(self.paths, self.storage_options)
+
+    def secret_options(self) -> dict[str, str]:
+        """The storage options as data source options Spark redacts (their names say secret)."""
+        return {SECRET_OPTION_PREFIX + key: value for key, value in self.storage_options.items()}
+
+    @staticmethod
+    def storage_from_options(options: Mapping[str, str]) -> dict[str, str]:
+        """The storage options among data source options made by ``secret_options``."""
+        prefix = SECRET_OPTION_PREFIX
+        return {k[len(prefix) :]: v for k, v in options.items() if k.lower().startswith(prefix)}
 
     @cached_property
     def file_format(self) -> FileFormat:
@@ -164,7 +191,15 @@ class ScanSpec:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> ScanSpec:
+    def from_json(cls, text: str, storage_options: Mapping[str, str] | None = None) -> ScanSpec:
+        """The spec of ``to_json()``; storage options travel apart, as they are secrets."""
+        spec = cls._from_json(text)
+        if storage_options:
+            return replace(spec, storage_options=dict(storage_options))
+        return spec
+
+    @classmethod
+    def _from_json(cls, text: str) -> ScanSpec:
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as exc:
@@ -204,6 +239,7 @@ class ScanSpec:
         """What decides the table schema: the spec without its projection and batch limits."""
         data = self.to_dict()
         del data["max_rows"], data["max_bytes"], data["columns"]
+        data["storage"] = options_digest(self.storage_options)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
@@ -298,17 +334,15 @@ def _schema(schema: object) -> pa.Schema | None:
     return schema
 
 
-def _options(file_format: Format, options: object) -> dict[str, str]:
+def _text_map(options: object) -> dict[str, str]:
     if options is None:
         return {}
     if not isinstance(options, Mapping):
         raise InvalidScanSpec(f"options must map option names to strings; got {options!r}")
     for key, value in options.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise InvalidScanSpec(
-                f"option {key!r} = {value!r}: option names and values must be strings"
-            )
-    return format_class(file_format).check_options(options)
+            raise InvalidScanSpec(f"option {key!r}: option names and values must be strings")
+    return dict(options)
 
 
 def _schema_to_text(schema: pa.Schema) -> str:

@@ -87,6 +87,7 @@ class Scans:
         source = relation.read.data_source
         source.format = ScanDataSource.name()
         source.options[SPEC_OPTION] = spec.to_json()
+        source.options.update(spec.secret_options())
         source.options[PUSHDOWN_OPTION] = "true" if pushdown == "true" else "false"
         if message.count_rows:
             source.options[COUNT_OPTION] = "true"

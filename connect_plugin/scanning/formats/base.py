@@ -170,7 +170,8 @@ class FileFormat:
 
     def open(self, scan_file: ScanFile) -> pa.NativeFile:
         """A buffered stream of the file's bytes from its start, decompressed."""
-        stream = pa.input_stream(scan_file.path, compression=None)
+        filesystem = self.spec.storage.filesystem
+        stream = filesystem.open_input_stream(scan_file.path, compression=None)
         codec = self.codec(scan_file)
         if codec is not None:
             stream = pa.CompressedInputStream(stream, codec)

@@ -260,7 +260,7 @@ def _fields_by_record(scan_file: ScanFile, head: bytes, conflicts: dict[str, str
             except TypeClash as clash:
                 conflicts.setdefault(
                     key,
-                    f"column '{spelling}{clash.path}' of file {scan_file.path} is "
+                    f"column '{spelling}{clash.path}' of file {scan_file.url} is "
                     f"{clash.left} up to line {first_line} and {clash.right} on line {number}; "
                     "no widening rule joins them. Give the column's type in the scan's "
                     "schema to convert every value to it, or fix the file",

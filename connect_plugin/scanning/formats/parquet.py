@@ -31,7 +31,7 @@ class ParquetFormat(FileFormat):
 
     def open(self, scan_file: ScanFile) -> pa.NativeFile:
         """Parquet reads its footer first, so its files are opened for random access."""
-        return pa.memory_map(scan_file.path)
+        return self.spec.storage.filesystem.open_input_file(scan_file.path)
 
     def sample(self, scan_file: ScanFile) -> FileSample:
         with self.open(scan_file) as handle:
