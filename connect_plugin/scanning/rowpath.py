@@ -12,13 +12,18 @@ A record that cannot be read at all (malformed json, not an object) or a
 value that does not convert is a bad record, and ``BadRecords`` applies the
 scan's ``on_error`` policy: ``fail`` raises naming the file, the line and
 the column; ``skip`` drops the record; ``null`` keeps it with the bad
-values (or, for an unreadable record, every value) null.
+values (or, for an unreadable record, every value) null. Each record it
+skips or nulls also goes, as a ``Reject``, to the reader's ``RejectSink``
+if it has one: the place a rejects table (DuckDB's ``reject_errors``) is
+written from.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -35,15 +40,43 @@ log = logging.getLogger(__name__)
 _ACTIONS = {OnError.SKIP: "skipped", OnError.NULL: "kept with null values"}
 
 
+@dataclass(frozen=True)
+class Reject:
+    """One record ``on_error`` skipped or nulled: where it is, what was wrong, its text."""
+
+    file: str
+    """The file's URL."""
+    line: int
+    """The record's line (its row for parquet), counting from 1."""
+    reason: str
+    unit: str = "line"
+    record: str | None = None
+    """The record's text (a csv record's fields joined by its delimiter), where the reader has it."""
+
+
+class RejectSink(Protocol):
+    """Where the rejected records of a scan go (a rejects table, a test's list)."""
+
+    def write(self, reject: Reject) -> None: ...
+
+
 class BadRecords:
     """Applies ``on_error`` to bad records and counts the ones it skipped or nulled."""
 
-    def __init__(self, on_error: OnError) -> None:
+    def __init__(self, on_error: OnError, sink: RejectSink | None = None) -> None:
         self.on_error = on_error
+        self.sink = sink
         self.count = 0
         self._per_file: dict[str, tuple[int, str]] = {}
 
-    def report(self, scan_file: ScanFile, line: int, reason: str, unit: str = "line") -> None:
+    def report(
+        self,
+        scan_file: ScanFile,
+        line: int,
+        reason: str,
+        unit: str = "line",
+        record: str | None = None,
+    ) -> None:
         """Record one bad record (at a line, or a row for parquet); ``fail`` raises ``BadRecord``."""
         if self.on_error is OnError.FAIL:
             raise BadRecord(
@@ -53,15 +86,26 @@ class BadRecords:
         self.count += 1
         seen, first = self._per_file.get(scan_file.path, (0, f"{unit} {line}: {reason}"))
         self._per_file[scan_file.path] = (seen + 1, first)
+        if self.sink is not None:
+            self.sink.write(Reject(scan_file.url, line, reason, unit, record))
 
-    def keeps(self, scan_file: ScanFile, line: int, reason: str, unit: str = "line") -> bool:
+    def keeps(
+        self,
+        scan_file: ScanFile,
+        line: int,
+        reason: str,
+        unit: str = "line",
+        record: str | None = None,
+    ) -> bool:
         """Report a record with bad values; whether it stays, with those values null."""
-        self.report(scan_file, line, reason, unit)
+        self.report(scan_file, line, reason, unit, record)
         return self.on_error is OnError.NULL
 
-    def unreadable(self, scan_file: ScanFile, line: int, reason: str) -> bool:
+    def unreadable(
+        self, scan_file: ScanFile, line: int, reason: str, record: str | None = None
+    ) -> bool:
         """Report a record that could not be read at all; whether a row of nulls stands in."""
-        self.report(scan_file, line, reason)
+        self.report(scan_file, line, reason, record=record)
         return self.keeps_unreadable()
 
     def keeps_unreadable(self) -> bool:

@@ -29,7 +29,7 @@ from connect_plugin.scanning.options import Evolution
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.projection import Kind
 from connect_plugin.scanning.rescue import rescued_text, without_file
-from connect_plugin.scanning.rowpath import BadRecords, row_batches
+from connect_plugin.scanning.rowpath import BadRecords, RejectSink, row_batches
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +40,18 @@ class ScanReader:
     ``target`` is an output schema with the same names and other Arrow
     types (the ones Spark reads back); values are cast to it directly.
     ``bad_records`` counts the records ``on_error="skip"`` dropped or
-    ``on_error="null"`` kept with null values.
+    ``on_error="null"`` kept with null values; ``rejects`` receives each of
+    them as a ``Reject``.
     """
 
-    def __init__(self, plan: ScanPlan, target: pa.Schema | None = None) -> None:
+    def __init__(
+        self, plan: ScanPlan, target: pa.Schema | None = None, rejects: RejectSink | None = None
+    ) -> None:
         self.plan = plan
         self.conformer = Conformer(plan, target)
         self.schema = self.conformer.schema
         self.decode = _decode(plan, self.schema)
-        self._bad = BadRecords(plan.spec.on_error)
+        self._bad = BadRecords(plan.spec.on_error, rejects)
         self.format = plan.spec.file_format
 
     @property

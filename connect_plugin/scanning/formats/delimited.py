@@ -154,7 +154,9 @@ class DelimitedFormat(FileFormat):
             values += [fields[i] if i < len(fields) else None for i in decode.elements]
             if decode.whole_list:
                 values.append(fields)
-            if problem is not None and not bad.keeps(scan_file, line_number, problem):
+            if problem is not None and not bad.keeps(
+                scan_file, line_number, problem, record=self.delimited.delimiter.join(fields)
+            ):
                 continue
             if rescue:
                 for name, position in leftovers:

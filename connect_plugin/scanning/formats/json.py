@@ -111,14 +111,16 @@ class JsonFormat(FileFormat):
                 record = json.loads(line)
             except ValueError as exc:
                 reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                if bad.unreadable(scan_file, line_number, f"malformed json ({reason})"):
+                text = _text(line)
+                if bad.unreadable(scan_file, line_number, f"malformed json ({reason})", text):
                     yield nulls
                 continue
             if not isinstance(record, dict):
-                if bad.unreadable(scan_file, line_number, "the record is not a json object"):
+                text = _text(line)
+                if bad.unreadable(scan_file, line_number, "the record is not a json object", text):
                     yield nulls
                 continue
-            row = _convert_record(record, columns, scan_file, line_number, bad, decode)
+            row = _convert_record(record, columns, scan_file, line_number, bad, decode, line)
             if row is not None:
                 yield row
 
@@ -178,6 +180,7 @@ def _convert_record(
     line_number: int,
     bad: BadRecords,
     decode: Decode,
+    line: bytes,
 ) -> Row | None:
     values = []
     folded: dict[str, Any] | None = None
@@ -204,11 +207,18 @@ def _convert_record(
             raise SchemaEvolutionError(new_columns_message(where, new, "the scan's schema"))
         for key in new:
             rescued[key] = record[key]
-    if problem is not None and not bad.keeps(scan_file, line_number, problem):
+    if problem is not None and not bad.keeps(
+        scan_file, line_number, problem, record=_text(line)
+    ):
         return None
     if decode.rescue is not None:
         values.append(rescued_text(rescued, scan_file.url) if rescued else None)
     return tuple(values)
+
+
+def _text(line: bytes) -> str:
+    """A record's line as text for a reject, without its line break."""
+    return line.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _blank_lines(block: bytes) -> int:

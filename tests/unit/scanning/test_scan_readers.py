@@ -22,6 +22,7 @@ from connect_plugin.scanning import (
 )
 from connect_plugin.scanning.conform import limit_batches
 from connect_plugin.scanning.formats import FORMAT_CLASSES, FileFormat
+from connect_plugin.scanning.rowpath import Reject
 from tests.unit.scanning.scan_checks import (
     read,
     rows,
@@ -344,3 +345,29 @@ def test_limited_batches_keep_every_row_within_both_limits(
     assert all(0 < piece.num_rows <= max_rows for piece in pieces)
     assert all(piece.nbytes <= max_bytes for piece in pieces)
     assert pa.Table.from_batches(pieces).to_pylist() == batch.to_pylist()
+
+
+class Rejected:
+    """A reject sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.rejects: list[Reject] = []
+
+    def write(self, reject: Reject) -> None:
+        self.rejects.append(reject)
+
+
+@pytest.mark.parametrize("policy", ["skip", "null"])
+def test_records_skipped_or_nulled_go_to_the_reject_sink(tmp_path: Path, policy: str) -> None:
+    path = write_text(tmp_path / "a.json", '{"a": 1}\n{"a": \n{"a": "two"}\n')
+    spec = ScanSpec([str(tmp_path)], "json", provided_schema=pa.schema([("a", pa.int64())]),
+                    on_error=policy)  # fmt: skip
+    sink = Rejected()
+    reader = ScanReader(plan_scan(spec), rejects=sink)
+    read(spec, reader)
+    assert [(r.file, r.line, r.record) for r in sink.rejects] == [
+        (str(path), 2, '{"a": '),
+        (str(path), 3, '{"a": "two"}'),
+    ]
+    assert "malformed json" in sink.rejects[0].reason
+    assert "column 'a'" in sink.rejects[1].reason
