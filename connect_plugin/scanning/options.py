@@ -15,9 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from connect_plugin.errors import InvalidScanSpec
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from connect_plugin.scanning.spec import ScanSpec
 
 
 class ScanChoice(str, Enum):
@@ -208,6 +213,29 @@ class ScanOptions:
             max_bytes=numbers.get("max_bytes"),
             sample_bytes=numbers.get("sample_bytes"),
             reader={k: v for k, v in text.items() if k not in SCAN_KEYS},
+        )
+
+
+    def to_spec(self, provided_schema: pa.Schema | None = None) -> ScanSpec:
+        """The ``ScanSpec``; ``provided_schema`` is ``schema`` once Spark parsed the DDL."""
+        from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+        from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
+
+        return ScanSpec(
+            paths=self.paths,
+            format=self.format,
+            columns=self.columns,
+            provided_schema=provided_schema,
+            strict=self.strict,
+            evolution=self.evolution,
+            on_error=self.on_error,
+            partitioning=self.partitioning,
+            rescued_column=self.rescued_column,
+            compression=self.compression,
+            options=dict(self.reader),
+            max_rows=DEFAULT_MAX_ROWS if self.max_rows is None else self.max_rows,
+            max_bytes=DEFAULT_MAX_BYTES if self.max_bytes is None else self.max_bytes,
+            sample_bytes=DEFAULT_SAMPLE_BYTES if self.sample_bytes is None else self.sample_bytes,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from connect_plugin.errors import InvalidScanSpec
@@ -72,3 +73,17 @@ def test_choice_takes_members_words_and_aliases() -> None:
     assert f"{OnError.SKIP}" == "skip"
     with pytest.raises(InvalidScanSpec, match="x must be one of fail, skip, null; got 3"):
         choice("x", 3, OnError)
+
+
+def test_options_become_a_spec_whose_reader_options_the_format_checks() -> None:
+    parsed = ScanOptions.parse(
+        {"path": "/d", "format": "csv", "header": "TRUE", "strict": "true", "max_rows": "10"}
+    )
+    spec = parsed.to_spec(pa.schema([("a", pa.int64())]))
+    assert spec.has_header
+    assert spec.strict
+    assert spec.evolution is Evolution.NONE
+    assert spec.max_rows == 10
+    assert spec.provided_schema == pa.schema([("a", pa.int64())])
+    with pytest.raises(InvalidScanSpec, match="option 'nope' is not an option of the json format"):
+        ScanOptions.parse({"path": "/d", "format": "json", "nope": "1"}).to_spec()
