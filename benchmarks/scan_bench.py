@@ -15,7 +15,13 @@ pay the forwarding; each run interleaves them:
 - (b) ``count()`` both ways (the gateway rewrites the scan's count into a
   scan that decodes nothing);
 - (c) the floor: the same files read in this process with
-  ``pyarrow.json.read_json`` / ``pyarrow.csv.read_csv`` and the same schema.
+  ``pyarrow.json.read_json`` / ``pyarrow.csv.read_csv`` and the same schema;
+- (d) (a) again with ``rescued_column="_rescued_data"``: the cost of
+  watching for fields outside the schema when rescue is on (the files have
+  none, so every rescued value is null).
+
+The json files are also written gzip-compressed (``json.gz``, level 1), read
+by both sides from the same ``.gz`` files.
 
 After a warm-up, (a) and (b) report the median of ``RUNS`` runs. Then the
 planning time of a wildcard json scan over 1, 100 and 2000 small files:
@@ -25,12 +31,13 @@ new DataFrame, beside ``spark.read.json(dir).schema`` for reference; and
 ``plan_scan`` in this process, cold (after ``clear_schema_cache()``) and
 cached.
 
-Targets (issue 5): toArrow spark.read / scan >= 1.3 for each format; the
-scan's count() faster than spark.read's.
+Targets (issue 5): toArrow spark.read / scan >= 1.3 for json and csv; the
+scan's count() faster than spark.read's for each format.
 """
 
 from __future__ import annotations
 
+import gzip
 import statistics
 import tempfile
 import time
@@ -73,8 +80,11 @@ SCHEMA = pa.schema(
 )
 DDL = "id BIGINT, k INT, qty BIGINT, price DOUBLE, name STRING, flag BOOLEAN"
 COLUMNS = SCHEMA.names
-FORMATS = ("json", "csv")
-MEASURES = ("scan toArrow", "spark toArrow", "scan count", "spark count")
+FORMATS = ("json", "csv", "json.gz")
+TO_ARROW_FORMATS = ("json", "csv")
+MEASURES = ("scan toArrow", "spark toArrow", "scan count", "spark count", "scan rescue")
+RESCUED = "_rescued_data"
+GZIP_LEVEL = 1
 
 
 class Target(NamedTuple):
@@ -153,16 +163,30 @@ def _write_data(root: Path) -> dict[str, list[Path]]:
                     path = folder / f"part-{part:03d}.{name}"
                     if name == "json":
                         path.write_bytes(_json_lines(table))
+                    elif name == "json.gz":
+                        path.write_bytes(gzip.compress(_json_lines(table), GZIP_LEVEL))
                     else:
                         pa_csv.write_csv(table, path)
                     written[name].append(path)
     return written
 
 
-def _scan(spark: SparkSession, root: Path, name: str, columns: list[str] | None = COLUMNS) -> Any:
+def _scan(
+    spark: SparkSession,
+    root: Path,
+    name: str,
+    columns: list[str] | None = COLUMNS,
+    rescued_column: str | None = None,
+) -> Any:
     options = {"header": "true"} if name == "csv" else None
     return connect_plugin.scan(
-        spark, str(root), format=name, columns=columns, schema=DDL, options=options
+        spark,
+        str(root),
+        format=name.split(".")[0],
+        columns=columns,
+        schema=DDL,
+        options=options,
+        rescued_column=rescued_column,
     )
 
 
@@ -184,7 +208,7 @@ def _local(name: str, paths: list[Path]) -> float:
     started = time.perf_counter()
     tables = []
     for path in paths:
-        if name == "json":
+        if name.startswith("json"):
             options = pa_json.ParseOptions(explicit_schema=SCHEMA)
             tables.append(pa_json.read_json(path, parse_options=options))
         else:
@@ -201,9 +225,9 @@ def _local_median(name: str, paths: list[Path]) -> float:
     return statistics.median(_local(name, paths) for _ in range(RUNS))
 
 
-def _check(table: pa.Table) -> None:
+def _check(table: pa.Table, columns: list[str] = COLUMNS) -> None:
     assert table.num_rows == ROWS, f"{table.num_rows} rows, expected {ROWS}"
-    assert table.column_names == COLUMNS, table.schema
+    assert table.column_names == columns, table.schema
 
 
 def _measure(spark: SparkSession, root: Path, name: str) -> dict[str, list[float]]:
@@ -220,7 +244,12 @@ def _measure(spark: SparkSession, root: Path, name: str) -> dict[str, list[float
         assert counted == ROWS, counted
         spark_count, counted = _timed(lambda: _spark_read(spark, folder, name).count())
         assert counted == ROWS, counted
-        return scan_arrow, spark_arrow, scan_count, spark_count
+        rescue = _scan(spark, folder, name, rescued_column=RESCUED)
+        scan_rescue, table = _timed(rescue.toArrow)
+        _check(table, [*COLUMNS, RESCUED])
+        assert table.column(RESCUED).null_count == ROWS
+        del table
+        return scan_arrow, spark_arrow, scan_count, spark_count, scan_rescue
 
     run()
     runs = [run() for _ in range(RUNS)]
@@ -277,6 +306,7 @@ def _report(timings: dict[str, dict[str, list[float]]], local: dict[str, float])
         "spark toArrow": "    spark.read.<fmt>().toArrow()",
         "scan count": "(b) scan().count()",
         "spark count": "    spark.read.<fmt>().count()",
+        "scan rescue": "(d) (a) with rescued_column",
     }
     medians = {
         name: {m: statistics.median(v) for m, v in timings[name].items()} for name in FORMATS
@@ -296,7 +326,10 @@ def _report(timings: dict[str, dict[str, list[float]]], local: dict[str, float])
         ratios = [medians[n][f"spark {what}"] / medians[n][f"scan {what}"] for n in FORMATS]
         print(f"  {'spark.read / scan, ' + what:36}" + "".join(f"{r:>{width}.2f}" for r in ratios))
         for name, ratio in zip(FORMATS, ratios, strict=True):
-            targets.append(Target(f"{what} {name}", ratio, bar, strictly))
+            if what == "count" or name in TO_ARROW_FORMATS:
+                targets.append(Target(f"{what} {name}", ratio, bar, strictly))
+    rescue = [medians[n]["scan rescue"] / medians[n]["scan toArrow"] for n in FORMATS]
+    print(f"  {'rescue on / off, toArrow':36}" + "".join(f"{r:>{width}.2f}" for r in rescue))
     floors = [medians[n]["scan toArrow"] / local[n] for n in FORMATS]
     print(f"  {'scan toArrow / pyarrow floor':36}" + "".join(f"{r:>{width}.2f}" for r in floors))
     return targets

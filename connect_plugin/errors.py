@@ -150,5 +150,9 @@ class SchemaConflict(ScanError):
     """Files give a column types that no widening rule reconciles and no schema settles."""
 
 
+class SchemaEvolutionError(ScanError):
+    """A file has columns the fixed schema lacks and ``evolution`` is ``fail_on_new_columns``."""
+
+
 class BadRecord(ScanError):
     """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""

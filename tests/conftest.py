@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.object_store import ObjectStore, running_object_store
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 
@@ -13,3 +16,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if INTEGRATION_DIR in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def object_store() -> Iterator[ObjectStore]:
+    """An S3-compatible server on loopback (moto), shared by the whole test session."""
+    with running_object_store() as store:
+        yield store

@@ -17,20 +17,18 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from connect_plugin import proto
 from connect_plugin.client.plan import PluginRelation, session_id_of
+from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.options import (
+    Compression,
+    Evolution,
+    OnError,
+    Partitioning,
+    ScanChoice,
+    choice,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.client import SparkConnectClient
-
-_ON_ERROR = {
-    "fail": proto.BadRecordPolicy.BAD_RECORD_POLICY_FAIL,
-    "skip": proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP,
-    "null": proto.BadRecordPolicy.BAD_RECORD_POLICY_NULL,
-}
-_PARTITIONING = {
-    "dirs": proto.Partitioning.PARTITIONING_DIRS,
-    "hive": proto.Partitioning.PARTITIONING_HIVE,
-}
-
 
 class ScanRelation(PluginRelation):
     """The plugin ``Scan`` relation, stamped with the sending session."""
@@ -46,12 +44,6 @@ class ScanRelation(PluginRelation):
         return message
 
 
-def _choice(name: str, value: str, allowed: Mapping[str, Any]) -> Any:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-    return allowed[value]
-
-
 def scan(
     spark: Any,
     paths: str | Sequence[str] | None = None,
@@ -61,13 +53,75 @@ def scan(
     columns: Sequence[str] | None = None,
     schema: str | pa.Schema | None = None,
     strict: bool = False,
+    evolution: str | None = None,
+    rescued_column: str | None = None,
     partitioning: str = "dirs",
     on_error: str = "fail",
+    compression: str = "auto",
     max_rows: int | None = None,
     max_bytes: int | None = None,
     options: Mapping[str, str] | None = None,
 ) -> DataFrame:
-    """Scan files (``paths``: a path, a glob or a list) or a table, schema on read."""
+    """Scan files, schema on read, as a Spark Connect DataFrame.
+
+    The files are listed, sampled and read inside Spark (the gateway turns
+    the scan into a read of the plugin's Python data source), so paths are
+    paths of the Spark server's file system or object-store URLs.
+
+    Args:
+        spark: A Spark Connect session opened through the connect-plugin gateway.
+        paths: A file, a directory (read recursively, skipping names that
+            start with ``.`` or ``_``), a glob (``/data/2024/*/*.json``), an
+            object-store URL (``s3://bucket/prefix``), or a list of these.
+        table: Instead of ``paths``: a temporary table of the session, else
+            a catalog table stored as files; its format and schema are used.
+        format: ``json`` (one object per line), ``csv``, ``tsv``, ``parquet``
+            or ``text``; required with ``paths``.
+        columns: The projection: table columns (matched without case),
+            nested members (``m.a``), list elements (``columns[2]``), implicit
+            file columns (``filename``, ``filepath``, ``fqn``, ``suffix``),
+            partition columns (``dir0``, ...), and ``*``. ``None`` means
+            every column, ``[]`` none (row counts only).
+        schema: The provided schema, as DDL (``"a BIGINT, b STRING"``) or a
+            ``pyarrow.Schema``; its columns come first with its types.
+        strict: Shorthand for ``evolution="none"``.
+        evolution: What columns outside the schema do: ``add_new_columns``
+            (the default: every file's columns join), ``fail_on_new_columns``
+            (an error naming the file and its new columns), ``rescue`` (the
+            schema or first file fixes the columns, the rest goes to the
+            rescued-data column) or ``none`` (the rest is ignored).
+        rescued_column: Name of a string column that keeps, as a JSON object
+            naming the file, the values that did not fit their column's type
+            and the fields the schema does not keep (``_rescued_data`` by
+            default with ``evolution="rescue"``).
+        partitioning: ``dirs`` for Drill's positional ``dir0``, ``dir1``, ...
+            columns, ``hive`` for typed ``key=value`` directory columns.
+        on_error: What a record that cannot be read does: ``fail`` the query,
+            ``skip`` the record, or keep it with the bad values ``null``.
+        compression: ``auto`` (by extension: ``.gz``, ``.bz2``, ``.zst``),
+            ``none``, ``gzip``, ``bzip2`` or ``zstd``; for json, csv, tsv and text.
+        max_rows: Rows per Arrow batch at most (1 to 65536; 4096 by default).
+        max_bytes: Arrow buffer bytes per batch at most (16 MiB by default).
+        options: Reader options (``header``, ``delimiter``, ``quote``,
+            ``escape``, ``nullValue``, ``multiLine``) and object-store options
+            (``s3.endpoint``, ``s3.region``, ``s3.access_key``,
+            ``s3.secret_key``, ``s3.session_token``), as text.
+
+    Returns:
+        A DataFrame whose plan is one scan relation; nothing is read before
+        an action.
+
+    Raises:
+        ValueError: Both or neither of ``paths`` and ``table`` are given,
+            ``format`` is missing for ``paths``, or a choice is not one of
+            its words.
+        TypeError: ``schema`` is neither DDL text nor a ``pyarrow.Schema``.
+
+    Errors found in Spark (a path that matches nothing, a type conflict, a
+    bad record with ``on_error="fail"``, new columns with
+    ``evolution="fail_on_new_columns"``) surface on the action, naming the
+    file, line and column.
+    """
     if (paths is None) == (table is None):
         raise ValueError("scan() needs either paths or table=, not both")
     message = proto.Scan()
@@ -92,9 +146,23 @@ def scan(
         )
     if strict:
         message.schema_policy = proto.SchemaPolicy.SCHEMA_POLICY_STRICT
-    message.partitioning = _choice("partitioning", partitioning, _PARTITIONING)
-    message.on_error = _choice("on_error", on_error, _ON_ERROR)
+    if evolution is not None:
+        message.evolution = _value(proto.Evolution, "evolution", evolution, Evolution)
+    if rescued_column:
+        message.rescued_column = rescued_column
+    message.partitioning = _value(proto.Partitioning, "partitioning", partitioning, Partitioning)
+    message.on_error = _value(proto.BadRecordPolicy, "on_error", on_error, OnError)
+    message.compression = _value(proto.Compression, "compression", compression, Compression)
     message.limits.max_rows = max_rows or 0
     message.limits.max_bytes = max_bytes or 0
     message.options.update({str(k): str(v) for k, v in (options or {}).items()})
     return DataFrame(ScanRelation(message), spark)
+
+
+def _value(enum: Any, option: str, word: str, kind: type[ScanChoice]) -> Any:
+    """The proto value of a choice; ``ValueError`` naming the option for an unknown word."""
+    try:
+        member = choice(option, word, kind)
+    except InvalidScanSpec as exc:
+        raise ValueError(str(exc)) from None
+    return proto.value_of(enum, member.value)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from google.protobuf.message import Message
 
 from connect_plugin.proto.relations_pb2 import (
     BadRecordPolicy,
     BatchLimits,
+    Compression,
     CreateTempTableAsSelect,
     DropTempTable,
+    Evolution,
     ListTempTables,
     Partitioning,
     ReadTempTable,
@@ -26,11 +31,37 @@ __all__ = [
     "PLUGIN_RELATIONS",
     "BadRecordPolicy",
     "BatchLimits",
+    "Compression",
     "CreateTempTableAsSelect",
     "DropTempTable",
+    "Evolution",
     "ListTempTables",
     "Partitioning",
     "ReadTempTable",
     "Scan",
     "SchemaPolicy",
+    "value_of",
+    "word_of",
 ]
+
+
+def word_of(enum: Any, value: int) -> str:
+    """A proto enum value as the word the scan options use: ``BAD_RECORD_POLICY_SKIP`` -> ``skip``.
+
+    Every plugin enum prefixes its values with its own name in upper snake
+    case, so words and values map into each other without a table per enum.
+    """
+    name: str = enum.Name(value)
+    return name.removeprefix(_prefix(enum)).lower()
+
+
+def value_of(enum: Any, word: str) -> int:
+    """The proto enum value for a scan option word: ``skip`` -> ``BAD_RECORD_POLICY_SKIP``."""
+    value: int = enum.Value(_prefix(enum) + word.upper())
+    return value
+
+
+def _prefix(enum: Any) -> str:
+    """``BadRecordPolicy`` -> ``BAD_RECORD_POLICY_``."""
+    name: str = enum.DESCRIPTOR.name
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper() + "_"

@@ -20,6 +20,22 @@ class BadRecordPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BAD_RECORD_POLICY_SKIP: _ClassVar[BadRecordPolicy]
     BAD_RECORD_POLICY_NULL: _ClassVar[BadRecordPolicy]
 
+class Evolution(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVOLUTION_UNSPECIFIED: _ClassVar[Evolution]
+    EVOLUTION_ADD_NEW_COLUMNS: _ClassVar[Evolution]
+    EVOLUTION_FAIL_ON_NEW_COLUMNS: _ClassVar[Evolution]
+    EVOLUTION_RESCUE: _ClassVar[Evolution]
+    EVOLUTION_NONE: _ClassVar[Evolution]
+
+class Compression(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    COMPRESSION_AUTO: _ClassVar[Compression]
+    COMPRESSION_NONE: _ClassVar[Compression]
+    COMPRESSION_GZIP: _ClassVar[Compression]
+    COMPRESSION_BZIP2: _ClassVar[Compression]
+    COMPRESSION_ZSTD: _ClassVar[Compression]
+
 class Partitioning(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PARTITIONING_DIRS: _ClassVar[Partitioning]
@@ -29,6 +45,16 @@ SCHEMA_POLICY_STRICT: SchemaPolicy
 BAD_RECORD_POLICY_FAIL: BadRecordPolicy
 BAD_RECORD_POLICY_SKIP: BadRecordPolicy
 BAD_RECORD_POLICY_NULL: BadRecordPolicy
+EVOLUTION_UNSPECIFIED: Evolution
+EVOLUTION_ADD_NEW_COLUMNS: Evolution
+EVOLUTION_FAIL_ON_NEW_COLUMNS: Evolution
+EVOLUTION_RESCUE: Evolution
+EVOLUTION_NONE: Evolution
+COMPRESSION_AUTO: Compression
+COMPRESSION_NONE: Compression
+COMPRESSION_GZIP: Compression
+COMPRESSION_BZIP2: Compression
+COMPRESSION_ZSTD: Compression
 PARTITIONING_DIRS: Partitioning
 PARTITIONING_HIVE: Partitioning
 
@@ -88,7 +114,7 @@ class ReadTempTable(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Scan(_message.Message):
-    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows")
+    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +142,9 @@ class Scan(_message.Message):
     PARTITIONING_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     COUNT_ROWS_FIELD_NUMBER: _ClassVar[int]
+    EVOLUTION_FIELD_NUMBER: _ClassVar[int]
+    RESCUED_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    COMPRESSION_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     files: Scan.Files
     table: str
@@ -129,7 +158,10 @@ class Scan(_message.Message):
     partitioning: Partitioning
     options: _containers.ScalarMap[str, str]
     count_rows: bool
-    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ...) -> None: ...
+    evolution: Evolution
+    rescued_column: str
+    compression: Compression
+    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ...) -> None: ...
 
 class BatchLimits(_message.Message):
     __slots__ = ("max_rows", "max_bytes")

@@ -14,6 +14,15 @@ from connect_plugin.scanning.loader import (
     MAX_ROWS_CEILING,
     ResultSetLoader,
 )
+from connect_plugin.scanning.loader_state import LoaderState
+from connect_plugin.scanning.options import (
+    Compression,
+    Evolution,
+    Format,
+    OnError,
+    Partitioning,
+    ScanOptions,
+)
 from connect_plugin.scanning.plan import ScanPlan, clear_schema_cache, plan_scan
 from connect_plugin.scanning.pruning import PartitionFilter, prune
 from connect_plugin.scanning.row_writer import RowWriter
@@ -25,9 +34,16 @@ __all__ = [
     "DEFAULT_MAX_ROWS",
     "MAX_ROWS_CEILING",
     "ColumnWriter",
+    "Compression",
+    "Evolution",
+    "Format",
+    "LoaderState",
+    "OnError",
     "PartitionFilter",
+    "Partitioning",
     "ResultSetLoader",
     "RowWriter",
+    "ScanOptions",
     "ScanPlan",
     "ScanReader",
     "ScanSpec",

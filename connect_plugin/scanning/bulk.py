@@ -42,10 +42,10 @@ MAX_CHUNK_ROWS = 4096
 
 
 def write_rows(writer: RowWriter, rows: Sequence[Any], start: int) -> int:
-    writer._prepare_bulk()
+    writer.prepare_bulk()
     end = len(rows)
     position = start
-    while position < end and not writer._full:
+    while position < end and not writer.is_full():
         size = _chunk_size(writer, end - position)
         chunk = rows[position : position + size]
         if not isinstance(chunk, list):
@@ -57,19 +57,19 @@ def write_rows(writer: RowWriter, rows: Sequence[Any], start: int) -> int:
 
 
 def _chunk_size(writer: RowWriter, remaining: int) -> int:
-    limit = min(remaining, writer._max_rows - writer._count, MAX_CHUNK_ROWS)
-    count = writer._count
+    count = writer.row_count
+    limit = min(remaining, writer.max_rows - count, MAX_CHUNK_ROWS)
     if not count:
         return min(limit, FIRST_CHUNK_ROWS)
-    available = writer._available()
-    per_row = (writer._max_bytes - available) / count
+    available = writer.available()
+    per_row = (writer.max_bytes - available) / count
     if per_row <= 0:
         return limit
     return max(1, min(limit, int(available / per_row) + 1))
 
 
 def _projected(writer: RowWriter) -> list[ColumnWriter]:
-    return [column for column in writer._columns if column.is_projected]
+    return [column for column in writer.columns if column.is_projected]
 
 
 def _convert(writer: RowWriter, chunk: list[Any], first: int) -> list[pa.Array]:
@@ -87,7 +87,7 @@ def _as_tuple(writer: RowWriter, row: Any, number: int) -> tuple[Any, ...]:
     if isinstance(row, (tuple, list)):
         return tuple(row)
     if isinstance(row, Mapping):
-        values: list[Any] = [MISSING] * len(writer._columns)
+        values: list[Any] = [MISSING] * writer.column_count
         for key, value in row.items():
             column = _resolve(writer, key, number)
             if values[column.position] is not MISSING:
@@ -103,9 +103,7 @@ def _as_tuple(writer: RowWriter, row: Any, number: int) -> tuple[Any, ...]:
 
 
 def _resolve(writer: RowWriter, key: Hashable, number: int) -> ColumnWriter:
-    column = writer._by_name.get(key) if isinstance(key, str) else None
-    if column is None and isinstance(key, str):
-        column = writer._by_key.get(key.casefold())
+    column = writer.lookup(key) if isinstance(key, str) else None
     if column is None:
         raise ColumnNotFound(
             f"row {number} has key {key!r}, which is not a column; add it with add_column() "
@@ -115,37 +113,38 @@ def _resolve(writer: RowWriter, key: Hashable, number: int) -> ColumnWriter:
 
 
 def _from_tuples(writer: RowWriter, chunk: list[tuple[Any, ...]], first: int) -> list[pa.Array]:
-    if writer._all_projected and writer._fields:
+    if writer.all_projected and writer.fields:
         arrays = _convert_as_struct(writer, chunk)
         if arrays is not None:
             return arrays
-    width = len(writer._columns)
+    columns = writer.columns
+    width = len(columns)
     if set(map(len, chunk)) != {width}:
         for offset, row in enumerate(chunk):
             if len(row) != width:
-                names = ", ".join(column.name for column in writer._columns)
+                names = ", ".join(column.name for column in columns)
                 raise RowShapeError(
                     f"row {first + offset} has {len(row)} values; write_rows() needs one per "
                     f"column, in the order they were added ({width}: {names})"
                 )
-    columns = list(zip(*chunk, strict=True))
+    values = list(zip(*chunk, strict=True))
     return [
-        column_array(column, list(columns[position]), first)
-        for position, column in enumerate(writer._columns)
+        column_array(column, list(values[position]), first)
+        for position, column in enumerate(columns)
         if column.is_projected
     ]
 
 
 def _convert_as_struct(writer: RowWriter, chunk: list[tuple[Any, ...]]) -> list[pa.Array] | None:
     """Arrow's one-call conversion, when the screens show it gives what the rules would."""
-    rules = writer._rules
+    rules = writer.rules
     try:
         for slot, column_rules in enumerate(rules):
             if column_rules.census is not None and not column_rules.screen(
                 map(itemgetter(slot), chunk)
             ):
                 return None
-        struct = pa.array(chunk, type=writer._struct_type)
+        struct = pa.array(chunk, type=writer.struct_type)
     except (IndexError, *ARROW_CONVERSION_ERRORS):
         return None
     arrays = [struct.field(slot) for slot in range(len(rules))]
@@ -158,16 +157,16 @@ def _convert_as_struct(writer: RowWriter, chunk: list[tuple[Any, ...]]) -> list[
 def _from_mappings(writer: RowWriter, chunk: list[Mapping[Any, Any]], first: int) -> list[pa.Array]:
     keys_of: dict[int, list[Hashable]] = {}
     for key in set().union(*chunk):
-        column = writer._by_name.get(key) if isinstance(key, str) else None
+        column = writer.lookup(key) if isinstance(key, str) else None
         if column is None:
             offset = next(offset for offset, row in enumerate(chunk) if key in row)
             column = _resolve(writer, key, first + offset)
         if column.is_projected:
-            keys_of.setdefault(column._index, []).append(key)
+            keys_of.setdefault(column.slot, []).append(key)
     arrays = []
     for column in _projected(writer):
         fill = None if column.rules.nullable else MISSING
-        keys = keys_of.get(column._index)
+        keys = keys_of.get(column.slot)
         if not keys:
             values: list[Any] = [fill] * len(chunk)
         elif len(keys) == 1:
@@ -209,21 +208,21 @@ def column_array(column: ColumnWriter, values: list[Any], first: int) -> pa.Arra
 
 def _commit(writer: RowWriter, chunk: list[Any], arrays: list[pa.Array], first: int) -> int:
     """Take as many rows of the chunk as fit; a row that does not becomes the look-ahead row."""
-    rules = writer._rules
-    count = writer._count
-    available = writer._available()
+    rules = writer.rules
+    count = writer.row_count
+    available = writer.available()
 
     def need(rows: int, sliced: bool) -> int:
         variable = sum(
             column_rules.array_var_bytes(array.slice(0, rows) if sliced else array)
             for column_rules, array in zip(rules, arrays, strict=True)
         )
-        return writer._fixed_span(count, rows) + variable
+        return writer.fixed_span(count, rows) + variable
 
     total = len(chunk)
     whole = need(total, False)
     if whole <= available:
-        writer._commit_arrays(arrays, total, whole)
+        writer.commit_arrays(arrays, total, whole)
         return total
     fits, fails = 0, total
     while fails - fits > 1:
@@ -235,24 +234,25 @@ def _commit(writer: RowWriter, chunk: list[Any], arrays: list[pa.Array], first: 
     lookahead, size = _lookahead_row(writer, chunk[fits], first + fits)
     if fits:
         prefix = [pa.concat_arrays([array.slice(0, fits)]) for array in arrays]
-        writer._commit_arrays(prefix, fits, need(fits, True))
-    writer._commit_lookahead(lookahead, size)
+        writer.commit_arrays(prefix, fits, need(fits, True))
+    writer.commit_lookahead(lookahead, size)
     return fits + 1
 
 
 def _lookahead_row(writer: RowWriter, row: Any, number: int) -> tuple[tuple[Any, ...], int]:
     """Check and store the row that overflowed, as the row path would have."""
     values = _as_tuple(writer, row, number)
-    if len(values) != len(writer._columns):
+    columns = writer.columns
+    if len(values) != len(columns):
         raise RowShapeError(
             f"row {number} has {len(values)} values; write_rows() needs one per column "
-            f"({len(writer._columns)})"
+            f"({len(columns)})"
         )
-    one_row = writer._constant + writer._width + writer._bitmaps
-    limit = writer._max_bytes
+    one_row = writer.one_row_bytes
+    limit = writer.max_bytes
     stored = []
     total = 0
-    for column, value in zip(writer._columns, values, strict=True):
+    for column, value in zip(columns, values, strict=True):
         if not column.is_projected:
             continue
         try:

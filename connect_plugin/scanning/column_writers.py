@@ -100,6 +100,11 @@ class ColumnWriter:
         self.position = 0
         """Place among all the writer's columns, projected or not, in the order they were added."""
 
+    @property
+    def slot(self) -> int:
+        """Place of a projected column among the projected ones (-1 for an unprojected one)."""
+        return self._index
+
     def __repr__(self) -> str:
         projected = "" if self.is_projected else ", unprojected"
         return f"<{type(self).__name__} {self.name!r}: {self.rules.describe()}{projected}>"
@@ -115,10 +120,10 @@ class ColumnWriter:
             raise value_error(self.name, self._writer.open_row_number(), exc) from None
         if size:
             writer = self._writer
-            room = writer._room - size
-            writer._room = room
+            room = writer.room - size
+            writer.room = room
             if room < 0:
-                writer._make_room(self, size)
+                writer.overflow(self, size)
         self._row[self._index] = stored
 
 
@@ -183,10 +188,10 @@ class StringWriter(ColumnWriter):
     def set(self, value: Any) -> None:
         if type(value) is str and value.isascii():
             writer = self._writer
-            room = writer._room - len(value)
-            writer._room = room
+            room = writer.room - len(value)
+            writer.room = room
             if room < 0:
-                writer._make_room(self, len(value))
+                writer.overflow(self, len(value))
             self._row[self._index] = value
         elif value is None and self._nullable:
             self._row[self._index] = None
@@ -200,10 +205,10 @@ class BytesWriter(ColumnWriter):
     def set(self, value: Any) -> None:
         if type(value) is bytes:
             writer = self._writer
-            room = writer._room - len(value)
-            writer._room = room
+            room = writer.room - len(value)
+            writer.room = room
             if room < 0:
-                writer._make_room(self, len(value))
+                writer.overflow(self, len(value))
             self._row[self._index] = value
         elif value is None and self._nullable:
             self._row[self._index] = None
@@ -251,10 +256,10 @@ class ScalarListWriter(ColumnWriter):
             size += self._measure(value)
         if size:
             writer = self._writer
-            room = writer._room - size
-            writer._room = room
+            room = writer.room - size
+            writer.room = room
             if room < 0:
-                writer._make_room(self, size)
+                writer.overflow(self, size)
         self._row[self._index] = tuple(value)
 
 

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from connect_plugin.errors import BadRecord, InvalidScanSpec, RowTooLarge, ScanError
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.implicit import constant_array, dir_value, file_value, hive_pairs
+from connect_plugin.scanning.options import OnError
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.projection import Kind, OutputColumn
 
@@ -88,10 +89,10 @@ class Conformer:
             return pa.scalar(text).cast(target.type).as_py()
         except (pa.ArrowException, ValueError) as exc:
             message = (
-                f"file {scan_file.path}: partition directory value {text!r} is not a "
+                f"file {scan_file.url}: partition directory value {text!r} is not a "
                 f"{target.type} for column '{target.name}'"
             )
-            if self.plan.spec.on_error == "fail":
+            if self.plan.spec.on_error is OnError.FAIL:
                 raise BadRecord(
                     f"{message}; give the column another type in the scan's schema, or scan "
                     "with on_error='null'"

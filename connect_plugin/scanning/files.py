@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pyarrow.fs as pafs
 
 from connect_plugin.errors import ScanPathNotFound
+from connect_plugin.scanning.storage import Storage, fs_path, open_storage
 
 GLOB_CHARACTERS = frozenset("*?[")
 
@@ -33,12 +34,21 @@ TARGET_GROUP_BYTES = 128 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ScanFile:
-    """One file of a scan: its absolute path, scan root, size and modification time."""
+    """One file of a scan: its path on its file system, scan root, size and modification time.
+
+    ``scheme`` is the URL scheme of an object store (``s3://``), empty for local files.
+    """
 
     path: str
     root: str
     size: int
     mtime_ns: int
+    scheme: str = ""
+
+    @property
+    def url(self) -> str:
+        """Where the file is, as users name it: the local path, or ``s3://bucket/key``."""
+        return f"{self.scheme}{self.path}" if self.scheme else self.path
 
     @property
     def dirs(self) -> tuple[str, ...]:
@@ -49,44 +59,46 @@ class ScanFile:
         return tuple(relative.split(os.sep))
 
 
-def list_files(paths: Sequence[str], filesystem: pafs.FileSystem | None = None) -> list[ScanFile]:
+def list_files(paths: Sequence[str], storage: Storage | None = None) -> list[ScanFile]:
     """Expand paths, directories and globs to files; a path that matches nothing is an error."""
-    filesystem = filesystem or pafs.LocalFileSystem()
+    storage = storage or open_storage(paths, {})
     seen: set[str] = set()
     files: list[ScanFile] = []
     for path in paths:
-        for found in _expand(filesystem, path):
+        for found in _expand(storage, path):
             if found.path not in seen:
                 seen.add(found.path)
                 files.append(found)
     return files
 
 
-def _expand(filesystem: pafs.FileSystem, path: str) -> list[ScanFile]:
-    absolute = _absolute(path)
+def _expand(storage: Storage, path: str) -> list[ScanFile]:
+    filesystem = storage.filesystem
+    absolute = fs_path(path, storage)
+    where = "the Spark server's file system" if storage.is_local else "the object store"
     segments = absolute.split(os.sep)
     first_glob = next(
         (index for index, segment in enumerate(segments) if GLOB_CHARACTERS & set(segment)), None
     )
     if first_glob is None:
-        info = filesystem.get_file_info(absolute)
+        info = _info(filesystem, absolute, path)
         if info.type == pafs.FileType.File:
-            return [_scan_file(info, os.path.dirname(absolute))]
+            return [_scan_file(info, os.path.dirname(absolute), storage)]
         if info.type == pafs.FileType.Directory:
-            return _walk(filesystem, absolute)
+            return _walk(storage, absolute)
         raise ScanPathNotFound(
             f"path '{path}' does not exist (looked for {absolute}); check the path, "
-            "which is read on the Spark server's file system"
+            f"which is read on {where}"
         )
     root = os.sep.join(segments[:first_glob]) or os.sep
     pattern = segments[first_glob:]
-    if filesystem.get_file_info(root).type != pafs.FileType.Directory:
+    if _info(filesystem, root, path).type != pafs.FileType.Directory:
         raise ScanPathNotFound(
             f"glob '{path}' matches nothing: its directory {root} does not exist"
         )
     matched = [
         found
-        for found in _walk(filesystem, root)
+        for found in _walk(storage, root)
         if _glob_matches(pattern, os.path.relpath(found.path, root).split(os.sep))
     ]
     if not matched:
@@ -97,17 +109,22 @@ def _expand(filesystem: pafs.FileSystem, path: str) -> list[ScanFile]:
     return matched
 
 
-def _absolute(path: str) -> str:
-    if path.startswith("file://"):
-        path = path[len("file://") :]
-    return os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+def _info(filesystem: pafs.FileSystem, path: str, named: str) -> pafs.FileInfo:
+    try:
+        return filesystem.get_file_info(path)
+    except OSError as exc:
+        raise ScanPathNotFound(f"path '{named}' cannot be looked up: {exc}") from exc
 
 
-def _walk(filesystem: pafs.FileSystem, root: str) -> list[ScanFile]:
+def _walk(storage: Storage, root: str) -> list[ScanFile]:
     selector = pafs.FileSelector(root, recursive=True)
+    try:
+        infos = storage.filesystem.get_file_info(selector)
+    except OSError as exc:
+        raise ScanPathNotFound(f"cannot list {storage.scheme}{root}: {exc}") from exc
     files = [
-        _scan_file(info, root)
-        for info in filesystem.get_file_info(selector)
+        _scan_file(info, root, storage)
+        for info in infos
         if info.type == pafs.FileType.File and not _hidden(os.path.relpath(info.path, root))
     ]
     files.sort(key=lambda found: found.path.split(os.sep))
@@ -127,12 +144,13 @@ def _glob_matches(pattern: list[str], parts: list[str]) -> bool:
     )
 
 
-def _scan_file(info: pafs.FileInfo, root: str) -> ScanFile:
+def _scan_file(info: pafs.FileInfo, root: str, storage: Storage) -> ScanFile:
     return ScanFile(
         path=os.path.normpath(info.path),
         root=root,
         size=int(info.size or 0),
         mtime_ns=int(info.mtime_ns or 0),
+        scheme=storage.scheme,
     )
 
 

@@ -52,7 +52,7 @@ def dir_index(name: str) -> int | None:
 
 
 def file_value(kind: str, scan_file: ScanFile) -> str:
-    path = scan_file.path
+    path = scan_file.url
     if kind == "filename":
         return os.path.basename(path)
     if kind == "filepath":

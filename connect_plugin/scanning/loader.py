@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from connect_plugin.errors import ConfigError, LoaderStateError
 from connect_plugin.scanning.harvest import build_batch
+from connect_plugin.scanning.loader_state import LoaderState
 from connect_plugin.scanning.row_writer import RowWriter
 
 DEFAULT_MAX_ROWS = 4096
@@ -47,7 +48,9 @@ class ResultSetLoader:
     with ``writer.add_column``. ``projection`` names the columns the query
     wants (``None`` for all, ``[]`` for none, as for ``COUNT(*)``); other
     columns get writers that discard. ``max_bytes`` bounds the Arrow buffer
-    bytes of each harvested batch.
+    bytes of each harvested batch. ``state`` tells where the batch stands
+    (``LoaderState``); only ``start_batch``, ``harvest`` and ``close`` and the
+    writes of rows move it.
     """
 
     def __init__(
@@ -63,14 +66,17 @@ class ResultSetLoader:
         self._max_rows = clamp_rows(max_rows)
         self._writer = RowWriter(projection, self._max_rows, int(max_bytes))
         self._batch_count = 0
-        self._closed = False
         for field in schema or ():
             self._writer.add_column(field)
 
     @property
+    def state(self) -> LoaderState:
+        return self._writer.state
+
+    @property
     def writer(self) -> RowWriter:
         """The row writer of this loader (one object for the loader's life)."""
-        if self._closed:
+        if self._writer.state is LoaderState.CLOSED:
             raise LoaderStateError("the loader is closed")
         return self._writer
 
@@ -85,7 +91,7 @@ class ResultSetLoader:
 
     @property
     def max_bytes(self) -> int:
-        return self._writer._max_bytes
+        return self._writer.max_bytes
 
     @property
     def schema_version(self) -> int:
@@ -94,18 +100,18 @@ class ResultSetLoader:
         A column added after an overflow belongs to the next batch, so it
         counts from that batch's ``start_batch()`` on.
         """
-        return self._writer._version
+        return self._writer.schema_version
 
     @property
     def row_count(self) -> int:
         """Rows in the batch being built, not counting a look-ahead row."""
-        return self._writer._count
+        return self._writer.row_count
 
     @property
     def total_row_count(self) -> int:
         """Rows saved over the loader's life, including a look-ahead row."""
         writer = self._writer
-        return writer._first_row + writer._count + (writer._lookahead is not None)
+        return writer.first_row + writer.row_count + writer.has_lookahead
 
     @property
     def batch_count(self) -> int:
@@ -115,44 +121,26 @@ class ResultSetLoader:
     @property
     def is_projection_empty(self) -> bool:
         """Whether batches carry no columns (only row counts, as for ``COUNT(*)``)."""
-        return not self._writer._fields
+        return not self._writer.fields
 
     @property
     def has_lookahead(self) -> bool:
         """Whether a row waits for the next batch."""
-        return self._writer._lookahead is not None
+        return self._writer.has_lookahead
 
     def start_batch(self) -> None:
         """Begin a batch; it starts with the look-ahead row of the last batch, if any."""
-        writer = self._writer
-        if self._closed:
-            raise LoaderStateError("the loader is closed")
-        if writer._active:
-            raise LoaderStateError("a batch is in progress; call harvest() before start_batch()")
-        writer._begin_batch(self._max_rows)
+        self._writer.begin_batch(self._max_rows)
 
     def harvest(self) -> pa.RecordBatch:
         """End the batch and return it; an open, unsaved row is dropped."""
-        if self._closed:
-            raise LoaderStateError("the loader is closed")
-        if not self._writer._active:
-            raise LoaderStateError("harvest() needs a batch in progress; call start_batch() first")
-        fields, rules, segments, count, first_row = self._writer._end_batch()
+        fields, rules, segments, count, first_row = self._writer.end_batch()
         self._batch_count += 1
         return build_batch(fields, rules, segments, count, first_row)
 
     def close(self) -> None:
         """Drop pending rows, including a look-ahead row; closing twice is harmless."""
-        if self._closed:
-            return
-        self._closed = True
-        writer = self._writer
-        writer._closed = True
-        writer._active = False
-        writer._row_open = False
-        writer._segments = []
-        writer._rows = []
-        writer._lookahead = None
+        self._writer.close()
 
     def __enter__(self) -> ResultSetLoader:
         return self

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from connect_plugin.scanning.files import ScanFile, list_files
+from connect_plugin.scanning.formats import FileSample
+from connect_plugin.scanning.options import Evolution
 from connect_plugin.scanning.projection import (
     Kind,
     OutputColumn,
@@ -28,7 +30,7 @@ from connect_plugin.scanning.projection import (
     partitions_of,
     resolve_projection,
 )
-from connect_plugin.scanning.sampling import FileSample, needs_sampling, sample_files
+from connect_plugin.scanning.sampling import needs_sampling, sample_files
 from connect_plugin.scanning.schema_tracker import TableSchema, resolve_table
 from connect_plugin.scanning.spec import ScanSpec
 
@@ -70,14 +72,10 @@ class ScanPlan:
         """How a file spells a table column (the table's spelling when it was not sampled)."""
         return self.spellings.get(scan_file.path, {}).get(name.casefold(), name)
 
-    def with_files(self, files: Iterable[ScanFile]) -> ScanPlan:
-        """The same plan over a subset of its files (after partition pruning)."""
-        return replace(self, files=tuple(files))
-
 
 def plan_scan(spec: ScanSpec) -> ScanPlan:
     """List, sample as little as needed, and resolve the schema of a scan."""
-    files = tuple(list_files(spec.paths))
+    files = tuple(list_files(spec.paths, spec.storage))
     partitions = partitions_of(spec, files)
     table = resolve_table(spec, files, None)
     columns = resolve_projection(spec, table, partitions)
@@ -102,11 +100,12 @@ def _wants_samples(spec: ScanSpec, columns: Sequence[OutputColumn]) -> bool:
     """Whether the files can still change the output: the provided schema does not settle it."""
     if not needs_sampling(spec):
         return False
-    if spec.provided_schema is None:
+    evolution = spec.schema_evolution
+    if spec.provided_schema is None or evolution is Evolution.FAIL_ON_NEW_COLUMNS:
         return True
-    if spec.is_wildcard:
-        return not spec.strict
-    return any(column.kind is Kind.MISSING for column in columns) and not spec.strict
+    if evolution.fixes_schema:
+        return False
+    return spec.is_wildcard or any(column.kind is Kind.MISSING for column in columns)
 
 
 def _spellings(files: Sequence[ScanFile], samples: Sequence[FileSample]) -> Spellings:

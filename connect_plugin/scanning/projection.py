@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files import ScanFile, max_depth
-from connect_plugin.scanning.formats import has_list_table
 from connect_plugin.scanning.implicit import dir_index, file_column_kind, hive_columns
+from connect_plugin.scanning.options import Partitioning
 from connect_plugin.scanning.schema_tracker import TableSchema
 from connect_plugin.scanning.spec import INDEXED_NAME, ScanSpec
 
@@ -46,6 +46,7 @@ class Kind(Enum):
     DIR = "dir"
     HIVE = "hive"
     MISSING = "missing"
+    RESCUED = "rescued"
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def resolve_projection(
     resolver = _Resolver(spec, table, partitions)
     explicit = {name: resolver.resolve(name) for name in items if name != "*"}
     if "*" not in items:
-        return _checked(table, [explicit[name] for name in items])
+        return _checked(table, _with_rescued(spec, table, [explicit[name] for name in items]))
     mentioned = {column.name.casefold() for column in explicit.values()}
     mentioned |= {f"dir{column.index}" for column in explicit.values() if column.kind is Kind.DIR}
     mentioned |= {column.source for column in explicit.values() if column.kind is Kind.HIVE}
@@ -93,7 +94,24 @@ def resolve_projection(
             result.extend(resolver.wildcard(mentioned))
         elif explicit[name].kind is not Kind.TABLE:
             result.append(explicit[name])
-    return _checked(table, result)
+    return _checked(table, _with_rescued(spec, table, result))
+
+
+def _with_rescued(
+    spec: ScanSpec, table: TableSchema, columns: list[OutputColumn]
+) -> list[OutputColumn]:
+    """The rescued-data column at the end, unless named in place or nothing is projected."""
+    name = spec.rescued_column
+    if name is None:
+        return columns
+    if table.field(name) is not None:
+        raise InvalidScanSpec(
+            f"rescued_column '{name}' is also a column of the files or the schema; "
+            "choose another name for the rescued-data column"
+        )
+    if spec.columns != () and all(c.kind is not Kind.RESCUED for c in columns):
+        columns.append(OutputColumn(pa.field(name, pa.string()), Kind.RESCUED, name))
+    return columns
 
 
 def _checked(table: TableSchema, columns: list[OutputColumn]) -> tuple[OutputColumn, ...]:
@@ -109,10 +127,13 @@ class _Resolver:
         self.spec = spec
         self.table = table
         self.partitions = partitions
-        self.hive = partitions.hive if spec.partitioning == "hive" else {}
-        self.list_table = has_list_table(spec)
+        self.hive = partitions.hive if spec.partitioning is Partitioning.HIVE else {}
+        self.list_table = spec.file_format.list_table
 
     def resolve(self, name: str) -> OutputColumn:
+        rescued = self.spec.rescued_column
+        if rescued is not None and name.casefold() == rescued.casefold():
+            return OutputColumn(pa.field(name, pa.string()), Kind.RESCUED, rescued)
         table_field = self.table.field(name)
         if table_field is not None and table_field.name.casefold() in self.table.implicit:
             return self._implicit(name, self.table.implicit[table_field.name.casefold()])
@@ -228,5 +249,5 @@ def _missing(name: str) -> OutputColumn:
 
 
 def partitions_of(spec: ScanSpec, files: Sequence[ScanFile]) -> Partitions:
-    hive = hive_columns(files) if spec.partitioning == "hive" else {}
+    hive = hive_columns(files) if spec.partitioning is Partitioning.HIVE else {}
     return Partitions(max_depth(files), hive)

@@ -1,7 +1,7 @@
 """The row writer: the row protocol and the bookkeeping of the batch being built.
 
 Rows are written into one reusable slot list, and ``save_row`` copies it
-into the batch as a tuple. ``_room`` holds the bytes the open row may still
+into the batch as a tuple. ``room`` holds the bytes the open row may still
 use: the byte limit minus everything committed and minus the fixed-width
 part of the open row, reserved when the previous row was saved. A
 fixed-width value therefore costs nothing to account for, and a
@@ -38,8 +38,13 @@ from connect_plugin.scanning.column_writers import (
     value_too_large,
 )
 from connect_plugin.scanning.harvest import ArraySegment, RowSegment, Segment
+from connect_plugin.scanning.loader_state import LoaderState
 from connect_plugin.scanning.type_rules import rules_for
 from connect_plugin.scanning.values import NO_EMPTY, ValueRules, bitmap_bytes
+
+_ACTIVE = LoaderState.ACTIVE
+_OVERFLOW = LoaderState.OVERFLOW
+_FULL_BATCH = LoaderState.FULL_BATCH
 
 
 class RowWriter:
@@ -53,29 +58,24 @@ class RowWriter:
     """
 
     __slots__ = (
-        "_active",
         "_all_projected",
         "_base_room",
         "_bitmaps",
         "_by_key",
         "_by_name",
-        "_closed",
         "_columns",
         "_constant",
         "_count",
         "_fields",
         "_first_row",
         "_frozen",
-        "_full",
         "_lookahead",
         "_lookahead_base",
         "_lookahead_var",
         "_max_bytes",
         "_max_rows",
-        "_overflow",
         "_pending_versions",
         "_projection",
-        "_room",
         "_row",
         "_row_open",
         "_rows",
@@ -83,11 +83,13 @@ class RowWriter:
         "_rules",
         "_segments",
         "_slow_save",
+        "_state",
         "_struct_type",
         "_template",
         "_unset_slots",
         "_version",
         "_width",
+        "room",
     )
 
     def __init__(self, projection: Sequence[str] | None, max_rows: int, max_bytes: int) -> None:
@@ -107,18 +109,16 @@ class RowWriter:
         self._width = 0
         self._bitmaps = 0
         self._constant = 0
-        self._active = False
-        self._closed = False
+        self._state = LoaderState.START
         self._row_open = False
-        self._full = False
         self._slow_save = False
-        self._overflow = False
         self._frozen: int | None = None
         self._count = 0
         self._rows: list[tuple[Any, ...]] = []
         self._rows_width = 0
         self._segments: list[Segment] = []
-        self._room = 0
+        self.room = 0
+        """Bytes the open row may still use; column writers charge values against it."""
         self._base_room = 0
         self._lookahead: tuple[Any, ...] | None = None
         self._lookahead_var = 0
@@ -131,10 +131,10 @@ class RowWriter:
 
     def start_row(self) -> None:
         """Open a new row; an open row that was not saved is dropped."""
-        if self._full or not self._active:
+        if self._state is not _ACTIVE:
             self._refuse_start()
         self._row[:] = self._template
-        self._room = self._base_room
+        self.room = self._base_room
         self._row_open = True
 
     def save_row(self) -> None:
@@ -147,16 +147,21 @@ class RowWriter:
         self._row_open = False
         count = self._count + 1
         self._count = count
-        room = self._room - self._width
+        room = self.room - self._width
         if not count & 7:
             room -= self._bitmaps
         self._base_room = room
         if count >= self._max_rows or room < 0:
-            self._full = True
+            self._state = _FULL_BATCH
 
     def is_full(self) -> bool:
         """Whether the batch takes no more rows; true as soon as a value overflows."""
-        return self._full
+        return self._state is _FULL_BATCH or self._state is _OVERFLOW
+
+    @property
+    def state(self) -> LoaderState:
+        """Where the batch being built stands; only the loader's calls move it on."""
+        return self._state
 
     @property
     def row_count(self) -> int:
@@ -196,7 +201,7 @@ class RowWriter:
 
     def add_column(self, field: pa.Field) -> ColumnWriter:
         """Add a column and return its writer; adding an identical column again is a no-op."""
-        if self._closed:
+        if self._state is LoaderState.CLOSED:
             raise LoaderStateError("the loader is closed; no columns can be added")
         if not isinstance(field, pa.Field):
             raise TypeError(f"add_column() takes a pyarrow.Field, got {type(field).__name__}")
@@ -237,38 +242,94 @@ class RowWriter:
         """Every column writer, projected or not, in the order the columns were added."""
         return list(self._columns)
 
-    # Internals shared with the column writers, the bulk path and the loader
+    # The interface of the column writers, the bulk path and the loader -----
+
+    @property
+    def max_rows(self) -> int:
+        """The row limit of the batch being built."""
+        return self._max_rows
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
+    def column_count(self) -> int:
+        """Columns added so far, projected or not."""
+        return len(self._columns)
+
+    @property
+    def fields(self) -> list[pa.Field]:
+        """The projected fields, in slot order (the list itself: do not change it)."""
+        return self._fields
+
+    @property
+    def rules(self) -> list[ValueRules]:
+        """The value rules of the projected fields, in slot order (the list itself)."""
+        return self._rules
+
+    @property
+    def struct_type(self) -> pa.StructType:
+        """A struct of the projected fields: one ``pyarrow.array`` call converts whole rows."""
+        return self._struct_type
+
+    @property
+    def all_projected(self) -> bool:
+        """Whether every column added is projected (rows then need no reshaping)."""
+        return self._all_projected
+
+    @property
+    def one_row_bytes(self) -> int:
+        """Fixed bytes a row needs in an empty batch, before its variable-width values."""
+        return self._constant + self._width + self._bitmaps
+
+    @property
+    def has_lookahead(self) -> bool:
+        return self._lookahead is not None
+
+    @property
+    def first_row(self) -> int:
+        """Number of the first row of the batch being built, counting from 0."""
+        return self._first_row
+
+    @property
+    def schema_version(self) -> int:
+        return self._version
+
+    def lookup(self, key: str) -> ColumnWriter | None:
+        """The writer of a column by name, exact spelling first, then without case."""
+        return self._by_name.get(key) or self._by_key.get(key.casefold())
+
 
     def open_row_number(self) -> int:
         """Number of the open row, counting saved rows of all batches from 0."""
         return self._first_row + self._count
 
-    def _make_room(self, column: ColumnWriter, size: int) -> None:
+    def overflow(self, column: ColumnWriter, size: int) -> None:
         """The room went negative writing ``size`` bytes to ``column``: overflow, or refuse."""
         one_row = self._constant + self._width + self._bitmaps
         if not self._row_open:
-            self._room += size
+            self.room += size
             raise LoaderStateError(
                 f"column '{column.name}' was set outside a row; call start_row() first"
             )
         if size + one_row > self._max_bytes:
-            self._room += size
+            self.room += size
             raise value_too_large(column.name, self.open_row_number(), size, self._max_bytes)
-        row_var = (self._lookahead_base if self._overflow else self._base_room) - self._room
+        row_var = (self._lookahead_base if self._state is _OVERFLOW else self._base_room) - self.room
         if one_row + row_var > self._max_bytes:
-            self._room += size
+            self.room += size
             raise row_too_large(
                 self.open_row_number(),
                 one_row + row_var,
                 self._max_bytes,
                 f"the limit was passed writing column '{column.name}'",
             )
-        self._overflow = True
-        self._full = True
+        self._state = _OVERFLOW
         self._slow_save = True
         self._frozen = len(self._fields)
         self._lookahead_base = self._max_bytes - one_row
-        self._room = self._lookahead_base - row_var
+        self.room = self._lookahead_base - row_var
 
     def _save_specially(self) -> bool:
         """Check gaps without an empty value; save a look-ahead row. True when it saved."""
@@ -281,10 +342,10 @@ class RowWriter:
                     f"row {self.open_row_number()} and its type has no empty value; set it "
                     "before save_row() or make the column nullable"
                 )
-        if not self._overflow:
+        if self._state is not _OVERFLOW:
             return False
         self._lookahead = tuple(row)
-        self._lookahead_var = self._lookahead_base - self._room
+        self._lookahead_var = self._lookahead_base - self.room
         self._row_open = False
         return True
 
@@ -299,7 +360,7 @@ class RowWriter:
         default = rules.default()
         backfill = (
             self._count
-            if self._active and self._frozen is None
+            if self._state.in_batch and self._frozen is None
             else int(self._lookahead is not None)
         )
         if default is NO_EMPTY and backfill:
@@ -308,7 +369,7 @@ class RowWriter:
                 "row(s) of its batch were written: its type has no empty value to back-fill "
                 "them; add it before the first row or make it nullable"
             )
-        joins = self._active and self._frozen is None
+        joins = self._state.in_batch and self._frozen is None
         freeze = False
         delta = 0
         if joins:
@@ -317,12 +378,12 @@ class RowWriter:
                 + rules.width
                 + (0 if self._count & 7 else rules.bitmaps)
             )
-            if (self._room if self._row_open else self._base_room) < delta:
+            if (self.room if self._row_open else self._base_room) < delta:
                 joins, freeze = False, True
         row_var = 0
-        moves = self._row_open and (self._overflow or freeze)
+        moves = self._row_open and (self._state is _OVERFLOW or freeze)
         if moves:
-            row_var = (self._lookahead_base if self._overflow else self._base_room) - self._room
+            row_var = (self._lookahead_base if self._state is _OVERFLOW else self._base_room) - self.room
             if next_fixed + row_var > self._max_bytes:
                 raise row_too_large(
                     self.open_row_number(),
@@ -343,11 +404,10 @@ class RowWriter:
             )
         if freeze:
             self._frozen = len(self._fields)
-            self._full = True
             self._slow_save = True
-            self._overflow = self._row_open
+            self._state = _OVERFLOW if self._row_open else _FULL_BATCH
         if joins:
-            self._room -= delta
+            self.room -= delta
             self._base_room -= delta
             self._version += 1
             if self._rows:
@@ -358,7 +418,7 @@ class RowWriter:
             self._pending_versions += 1
             if moves:
                 self._lookahead_base = self._max_bytes - next_fixed
-                self._room = self._lookahead_base - row_var
+                self.room = self._lookahead_base - row_var
         slot = len(self._fields)
         self._fields.append(field)
         self._rules.append(rules)
@@ -374,13 +434,13 @@ class RowWriter:
         return make_column_writer(self, field, rules, slot, self._row)
 
     def _refuse_start(self) -> None:
-        if self._closed:
+        if self._state is LoaderState.CLOSED:
             raise LoaderStateError("the loader is closed")
-        if not self._active:
+        if not self._state.in_batch:
             raise LoaderStateError(
                 "start_row() needs a batch in progress; call loader.start_batch() first"
             )
-        if self._overflow:
+        if self._state is _OVERFLOW:
             reason = f"row {self.open_row_number()} overflowed max_bytes={self._max_bytes}"
         elif self._count >= self._max_rows:
             reason = f"it holds max_rows={self._max_rows} rows"
@@ -392,9 +452,9 @@ class RowWriter:
         )
 
     def _refuse_save(self) -> None:
-        if self._closed:
+        if self._state is LoaderState.CLOSED:
             raise LoaderStateError("the loader is closed")
-        if not self._active:
+        if not self._state.in_batch:
             raise LoaderStateError("save_row() needs a batch in progress and an open row")
         raise LoaderStateError("save_row() without an open row; call start_row() first")
 
@@ -404,20 +464,23 @@ class RowWriter:
         """Fixed bytes that row number ``count`` of the batch adds."""
         return self._width + (0 if count & 7 else self._bitmaps)
 
-    def _fixed_span(self, count: int, rows: int) -> int:
+    def fixed_span(self, count: int, rows: int) -> int:
         """Fixed bytes that rows ``count``..``count+rows-1`` of the batch add."""
         return rows * self._width + self._bitmaps * (
             bitmap_bytes(count + rows) - bitmap_bytes(count)
         )
 
-    def _available(self) -> int:
+    def available(self) -> int:
         """Bytes left in the batch before reserving the next row."""
         return self._base_room + self._reservation(self._count)
 
-    def _begin_batch(self, max_rows: int) -> None:
+    def begin_batch(self, max_rows: int) -> None:
+        """START, HARVESTED or LOOK_AHEAD to ACTIVE (FULL_BATCH if the waiting row fills it)."""
+        if self._state is LoaderState.CLOSED:
+            raise LoaderStateError("the loader is closed")
+        if self._state.in_batch:
+            raise LoaderStateError("a batch is in progress; call harvest() before start_batch()")
         self._max_rows = max_rows
-        self._active = True
-        self._overflow = False
         self._frozen = None
         self._segments = []
         self._rows = []
@@ -436,14 +499,20 @@ class RowWriter:
             self._lookahead = None
             self._lookahead_var = 0
         self._count = count
-        self._room = self._base_room = room
-        self._full = count >= max_rows or room < 0
+        self.room = self._base_room = room
+        self._state = _FULL_BATCH if count >= max_rows or room < 0 else _ACTIVE
         self._slow_save = bool(self._unset_slots)
 
-    def _end_batch(self) -> tuple[list[pa.Field], list[ValueRules], list[Segment], int, int]:
-        """Close the batch; return its fields, rules, segments, row count and first row number."""
-        if self._row_open:
-            self._row_open = False
+    def end_batch(self) -> tuple[list[pa.Field], list[ValueRules], list[Segment], int, int]:
+        """End the batch (HARVESTED, or LOOK_AHEAD when a row waits); an open row is dropped.
+
+        Returns the batch's fields, rules, segments, row count and first row number.
+        """
+        if self._state is LoaderState.CLOSED:
+            raise LoaderStateError("the loader is closed")
+        if not self._state.in_batch:
+            raise LoaderStateError("harvest() needs a batch in progress; call start_batch() first")
+        self._row_open = False
         segments = self._segments
         if self._rows:
             segments.append(RowSegment(self._rows_width, self._rows))
@@ -451,42 +520,48 @@ class RowWriter:
         count = self._count
         first = self._first_row
         self._first_row += count
-        self._active = False
-        self._full = False
-        self._overflow = False
+        self._state = LoaderState.HARVESTED if self._lookahead is None else LoaderState.LOOK_AHEAD
         self._frozen = None
         self._count = 0
         self._segments = []
         self._rows = []
         return self._fields[:width], self._rules[:width], segments, count, first
 
-    def _prepare_bulk(self) -> None:
-        if not self._active:
-            raise LoaderStateError(
-                "write_rows() needs a batch in progress; call loader.start_batch() first"
-            )
-        if self._full:
+    def close(self) -> None:
+        """Any state to CLOSED: pending rows, the look-ahead row included, are dropped."""
+        self._state = LoaderState.CLOSED
+        self._row_open = False
+        self._segments = []
+        self._rows = []
+        self._lookahead = None
+
+    def prepare_bulk(self) -> None:
+        """Check that a bulk write may add rows now; it closes an open row."""
+        if self._state is not _ACTIVE:
+            if not self._state.in_batch:
+                raise LoaderStateError(
+                    "write_rows() needs a batch in progress; call loader.start_batch() first"
+                )
             self._refuse_start()
         self._row_open = False
 
-    def _commit_arrays(self, arrays: list[pa.Array], rows: int, size: int) -> None:
+    def commit_arrays(self, arrays: list[pa.Array], rows: int, size: int) -> None:
         """Add ``rows`` bulk-built rows that need ``size`` bytes of the room left."""
         if self._rows:
             self._segments.append(RowSegment(self._rows_width, self._rows))
             self._rows = []
         self._segments.append(ArraySegment(len(self._fields), arrays, rows))
-        available = self._available() - size
+        available = self.available() - size
         count = self._count + rows
         self._count = count
-        self._base_room = self._room = available - self._reservation(count)
+        self._base_room = self.room = available - self._reservation(count)
         if count >= self._max_rows or self._base_room < 0:
-            self._full = True
+            self._state = _FULL_BATCH
 
-    def _commit_lookahead(self, row: tuple[Any, ...], size: int) -> None:
+    def commit_lookahead(self, row: tuple[Any, ...], size: int) -> None:
         """Make a bulk row that did not fit the look-ahead row; the caller checked its size."""
         self._lookahead = row
         self._lookahead_var = size
-        self._overflow = True
-        self._full = True
+        self._state = _OVERFLOW
         self._slow_save = True
         self._frozen = len(self._fields)

@@ -1,6 +1,6 @@
 """Reading a planned scan: batches of the output schema, file after file.
 
-For each file the scanner takes the columnar path (``native``) and conforms
+For each file the scanner takes the columnar path (the format's pyarrow reader) and conforms
 its batches (``conform``); when pyarrow refuses the file part-way, or a
 value does not cast to its column's type, the rest of the file, from the
 first record not yet delivered, goes through the row path (``rowpath``),
@@ -24,11 +24,12 @@ import pyarrow as pa
 from connect_plugin.errors import ScanError
 from connect_plugin.scanning.conform import Conformer, ConversionFailed, limit_batches, rows_only
 from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.formats import COLUMNS, has_list_table
-from connect_plugin.scanning.native import Decode, count_rows, native_batches
+from connect_plugin.scanning.formats import COLUMNS, Decode
+from connect_plugin.scanning.options import Evolution
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.projection import Kind
-from connect_plugin.scanning.rowpath import BadRecords, row_batches
+from connect_plugin.scanning.rescue import rescued_text, without_file
+from connect_plugin.scanning.rowpath import BadRecords, RejectSink, row_batches
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +40,19 @@ class ScanReader:
     ``target`` is an output schema with the same names and other Arrow
     types (the ones Spark reads back); values are cast to it directly.
     ``bad_records`` counts the records ``on_error="skip"`` dropped or
-    ``on_error="null"`` kept with null values.
+    ``on_error="null"`` kept with null values; ``rejects`` receives each of
+    them as a ``Reject``.
     """
 
-    def __init__(self, plan: ScanPlan, target: pa.Schema | None = None) -> None:
+    def __init__(
+        self, plan: ScanPlan, target: pa.Schema | None = None, rejects: RejectSink | None = None
+    ) -> None:
         self.plan = plan
         self.conformer = Conformer(plan, target)
         self.schema = self.conformer.schema
         self.decode = _decode(plan, self.schema)
-        self._bad = BadRecords(plan.spec.on_error)
+        self._bad = BadRecords(plan.spec.on_error, rejects)
+        self.format = plan.spec.file_format
 
     @property
     def bad_records(self) -> int:
@@ -62,7 +67,7 @@ class ScanReader:
         return pa.Table.from_batches(list(self.read(files)), schema=self.schema)
 
     def read_file(self, scan_file: ScanFile) -> Iterator[pa.RecordBatch]:
-        where = f"file {scan_file.path}"
+        where = f"file {scan_file.url}"
         spec = self.plan.spec
         rows = 0
         try:
@@ -78,25 +83,25 @@ class ScanReader:
         constants = self.conformer.constants(scan_file)
         conform = self.conformer.conform
         if self.decode.is_empty:
-            for count in count_rows(self.plan, scan_file):
+            for count in self.format.count_rows(scan_file):
                 yield conform(rows_only(count), constants)
             return
-        parquet = self.plan.spec.format == "parquet"
+        in_place = not self.format.has_row_path
         delivered = 0
         try:
-            for raw in native_batches(self.plan, scan_file, self.decode):
-                if parquet:
-                    batch = self._conform_parquet(raw, constants, scan_file, delivered)
+            for raw in self.format.native_batches(self.plan, scan_file, self.decode):
+                if in_place:
+                    batch = self._conform_in_place(raw, constants, scan_file, delivered)
                 else:
                     batch = conform(raw, constants)
                 yield batch
                 delivered += raw.num_rows
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ConversionFailed) as exc:
-            if parquet:
-                raise ScanError(f"cannot read file {scan_file.path}: {exc}") from exc
+            if in_place:
+                raise ScanError(f"cannot read file {scan_file.url}: {exc}") from exc
             log.info(
                 "file %s: the columnar reader stopped at record %d (%s); reading on row by row",
-                scan_file.path,
+                scan_file.url,
                 delivered + 1,
                 exc,
             )
@@ -104,9 +109,9 @@ class ScanReader:
                 for raw in row_batches(self.plan, scan_file, self.decode, delivered, self._bad):
                     yield conform(raw, constants)
             except ConversionFailed as failure:
-                raise ScanError(f"cannot read file {scan_file.path}: {failure}") from failure
+                raise ScanError(f"cannot read file {scan_file.url}: {failure}") from failure
 
-    def _conform_parquet(
+    def _conform_in_place(
         self, raw: pa.RecordBatch, constants: Sequence[Any], scan_file: ScanFile, first: int
     ) -> pa.RecordBatch:
         """Conform a batch; where a value does not cast, apply ``on_error`` row by row."""
@@ -122,8 +127,10 @@ class ScanReader:
                     kept.append(self.conformer.conform(row, constants))
                     break
                 except ConversionFailed as exc:
-                    self._bad.report(scan_file, first + offset + 1, str(exc), unit="row")
-                    if self._bad.on_error == "skip":
+                    if self.decode.rescue is not None:
+                        row = self._rescued(row, exc.column, scan_file)
+                        continue
+                    if not self._bad.keeps(scan_file, first + offset + 1, str(exc), unit="row"):
                         break
                     row = self._without(row, exc.column)
         if not kept:
@@ -136,6 +143,17 @@ class ScanReader:
         index = row.schema.get_field_index(source)
         return row.set_column(index, row.schema.field(index), pa.nulls(1, row.column(index).type))
 
+    def _rescued(self, row: pa.RecordBatch, output_name: str, scan_file: ScanFile) -> pa.RecordBatch:
+        """The row with the value that did not cast moved into its rescued-data column."""
+        assert self.decode.rescue is not None
+        source = next(c.source for c in self.plan.columns if c.name == output_name)
+        value = row.column(row.schema.get_field_index(source))[0].as_py()
+        index = row.schema.get_field_index(self.decode.rescue)
+        text = row.column(index)[0].as_py()
+        merged = rescued_text({**without_file(text), source: value}, scan_file.url)
+        rescued = pa.array([merged], pa.string())
+        return self._without(row, output_name).set_column(index, row.schema.field(index), rescued)
+
 
 def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
     """The raw columns to decode: table columns in their output type where one output has it."""
@@ -147,10 +165,16 @@ def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
     for table_field in plan.decoded_fields:
         read_type = read_types.get(table_field.name.casefold(), table_field.type)
         fields.append(pa.field(table_field.name, read_type))
-    if not has_list_table(plan.spec):
-        return Decode(tuple(fields))
+    rescue = next((c.source for c in plan.columns if c.kind is Kind.RESCUED), None)
+    if not plan.spec.file_format.list_table:
+        return Decode(
+            tuple(fields),
+            rescue=rescue,
+            table_keys=frozenset(f.name.casefold() for f in plan.table.data_fields),
+            fail_on_new=plan.spec.schema_evolution is Evolution.FAIL_ON_NEW_COLUMNS,
+        )
     elements = tuple(
         sorted({c.index for c in plan.columns if c.kind is Kind.ELEMENT and c.source == COLUMNS})
     )
     whole = any(c.kind is Kind.TABLE and c.source == COLUMNS for c in plan.columns)
-    return Decode((), elements, whole)
+    return Decode((), elements, whole, rescue=rescue)

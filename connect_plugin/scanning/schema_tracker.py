@@ -11,11 +11,15 @@ the provided schema and the files' samples (``sampling``):
   order of first appearance: the first file's columns in its order, then
   each new column where it first turns up.
 - With a provided schema, its columns come first, in its order and with its
-  types and nullability; the files' other columns follow (lenient), or are
-  dropped when ``strict`` is set.
-- ``strict`` without a provided schema: the first file that has columns
-  fixes the set and order; columns first seen in later files are dropped
-  with a logged warning. Types of the fixed columns still widen.
+  types and nullability; the files' other columns follow
+  (``evolution="add_new_columns"``, the default), or the provided schema
+  fixes the set (every other mode).
+- A fixed set without a provided schema: the first file that has columns
+  fixes the set and order. Columns first seen in later files are dropped
+  with a logged warning (``none``, also written ``strict=True``), kept in
+  the rescued-data column by the readers (``rescue``), or an error naming
+  the file and the columns (``fail_on_new_columns``). Types of the fixed
+  columns still widen.
 - Types widen by the rules of ``widening``; a conflict names the column,
   both types and the files that gave them, unless the provided schema gives
   the type (each file's values are then cast to it on reading).
@@ -37,16 +41,17 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from connect_plugin.errors import InvalidScanSpec, SchemaConflict
+from connect_plugin.errors import InvalidScanSpec, SchemaConflict, SchemaEvolutionError
 from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, has_list_table, is_headerless
+from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, FileSample
 from connect_plugin.scanning.implicit import (
     FILE_COLUMNS,
     IMPLICIT_MARKER,
     dir_index,
     file_column_kind,
 )
-from connect_plugin.scanning.sampling import FileSample
+from connect_plugin.scanning.options import Evolution
+from connect_plugin.scanning.rescue import new_columns_message
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type, without_nulls
 
@@ -130,27 +135,52 @@ def resolve_table(
     provided = list(spec.provided_schema or ())
     provided_fields = [f.with_type(normalize_type(f.type)) for f in provided]
     fixed = frozenset(f.name.casefold() for f in provided_fields) - set(implicit)
-    if has_list_table(spec):
+    file_format = spec.file_format
+    if file_format.list_table:
         return TableSchema((LIST_TABLE_FIELD,))
-    if is_headerless(spec) or samples is None or (spec.strict and provided_fields):
+    evolution = spec.schema_evolution
+    if file_format.headerless or samples is None:
+        return TableSchema(tuple(provided_fields), implicit, fixed)
+    if evolution.fixes_schema and provided_fields:
+        allowed = {f.name.casefold() for f in provided_fields} | set(implicit)
+        _new_columns(evolution, files, samples, allowed, "the provided schema")
         return TableSchema(tuple(provided_fields), implicit, fixed)
     columns = _Union()
     for found in provided_fields:
         columns.fix(found)
-    allowed: set[str] | None = None
-    if spec.strict:
+    kept: set[str] | None = None
+    if evolution.fixes_schema:
         pairs = zip(files, samples, strict=True)
         first = next(((scan_file, sample) for scan_file, sample in pairs if sample.fields), None)
-        allowed = {f.name.casefold() for f in first[1].fields} if first else set()
+        kept = {f.name.casefold() for f in first[1].fields} if first else set()
         first_path = first[0].path if first else ""
-        _warn_dropped(files, samples, allowed, f"the first file ({first_path})")
+        _new_columns(evolution, files, samples, kept, f"the first file ({first_path})")
     for scan_file, sample in zip(files, samples, strict=True):
         for found in sample.fields:
-            if allowed is None or found.name.casefold() in allowed:
+            if kept is None or found.name.casefold() in kept:
                 columns.add(found, scan_file)
         for key, message in sample.conflicts.items():
             columns.conflict(key, message)
     return TableSchema(columns.fields(), implicit, fixed, columns.conflicts)
+
+
+def _new_columns(
+    evolution: Evolution,
+    files: Sequence[ScanFile],
+    samples: Sequence[FileSample],
+    kept: set[str],
+    fixed_by: str,
+) -> None:
+    """Columns of later files outside the fixed schema: an error, a warning, or (rescue) nothing."""
+    if evolution is Evolution.RESCUE:
+        return
+    if evolution is Evolution.NONE:
+        _warn_dropped(files, samples, kept, fixed_by)
+        return
+    for scan_file, sample in zip(files, samples, strict=True):
+        new = [f.name for f in sample.fields if f.name.casefold() not in kept]
+        if new:
+            raise SchemaEvolutionError(new_columns_message(scan_file.url, new, fixed_by))
 
 
 class _Union:
@@ -175,7 +205,7 @@ class _Union:
         key = found.name.casefold()
         known = self._columns.get(key)
         if known is None:
-            self._columns[key] = (pa.field(found.name, found.type), scan_file.path, False)
+            self._columns[key] = (pa.field(found.name, found.type), scan_file.url, False)
             return
         if key in self._fixed:
             return
@@ -187,7 +217,7 @@ class _Union:
             self.conflict(
                 key,
                 f"column '{table_field.name}{clash.path}' is {clash.left} in file {origin}"
-                f"{since} but {clash.right} in file {scan_file.path}; no widening rule joins "
+                f"{since} but {clash.right} in file {scan_file.url}; no widening rule joins "
                 "them. Give the column's type in the scan's schema to cast every file to it, "
                 "or scan the files apart",
             )
@@ -212,12 +242,12 @@ def _warn_dropped(
     for scan_file, sample in zip(files, samples, strict=True):
         for found in sample.fields:
             if found.name.casefold() not in allowed:
-                dropped.setdefault(found.name, []).append(scan_file.path)
+                dropped.setdefault(found.name, []).append(scan_file.url)
     for name, paths in dropped.items():
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         log.warning(
             "strict scan: column '%s' of file %s%s is not in the schema fixed by %s and is "
-            "dropped; scan with strict=False to keep it",
+            "dropped (evolution='none'); scan with strict=False to keep it",
             name,
             paths[0],
             more,

@@ -97,7 +97,9 @@ class ScanDataSource(DataSource):
     """Schema-on-read file scans.
 
     Options: ``spec`` (``ScanSpec.to_json()``, required), ``pushdown``
-    (``true`` to prune files by pushed filters) and ``minPartitions``.
+    (``true`` to prune files by pushed filters), ``minPartitions``, and the
+    object-store options as ``secret.s3.*`` (``ScanSpec.secret_options()``),
+    apart from the spec so that Spark redacts them in every plan it prints.
     """
 
     def __init__(self, options: Any) -> None:
@@ -115,7 +117,7 @@ class ScanDataSource(DataSource):
                 f"the {SHORT_NAME} data source needs the option '{SPEC_OPTION}' holding "
                 "ScanSpec.to_json(); read it through connect_plugin.scan(), not by hand"
             )
-        return ScanSpec.from_json(text)
+        return ScanSpec.from_json(text, ScanSpec.storage_from_options(self.options))
 
     def plan(self) -> ScanPlan:
         """The scan's plan, made once per data source object and pickled along with it."""
@@ -269,8 +271,3 @@ def sparkable_type(arrow_type: pa.DataType) -> pa.DataType:
             sparkable_type(arrow_type.key_type), item.with_type(sparkable_type(item.type))
         )
     return arrow_type
-
-
-def data_source_class() -> type[ScanDataSource]:
-    """The class to register: ``spark.dataSource.register(data_source_class())``."""
-    return ScanDataSource

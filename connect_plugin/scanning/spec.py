@@ -16,34 +16,41 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.formats import FileFormat, format_class
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
-
-FORMATS = ("json", "csv", "tsv", "parquet", "text")
-PARTITIONINGS = ("dirs", "hive")
-ON_ERROR = ("fail", "skip", "null")
+from connect_plugin.scanning.options import (
+    Compression,
+    Evolution,
+    Format,
+    OnError,
+    Partitioning,
+    boolean,
+    choice,
+)
+from connect_plugin.scanning.storage import (
+    SECRET_OPTION_PREFIX,
+    Storage,
+    open_storage,
+    options_digest,
+    split_storage_options,
+)
 
 DEFAULT_SAMPLE_BYTES = 256 * 1024
 """Bytes read from the start of each json/csv/tsv/text file to learn its columns."""
 
+DEFAULT_RESCUED_COLUMN = "_rescued_data"
+"""The rescued-data column of ``evolution="rescue"`` when none is named, as in Auto Loader."""
+
+_PLAIN = (Compression.AUTO, Compression.NONE)
+
 SPEC_VERSION = 1
-
-FORMAT_OPTIONS: Mapping[str, frozenset[str]] = {
-    "json": frozenset(),
-    "csv": frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"}),
-    "tsv": frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"}),
-    "text": frozenset({"delimiter"}),
-    "parquet": frozenset(),
-}
-"""Reader options each format takes; keys compare without case, as Spark's options do."""
-
-_BOOLEAN_OPTIONS = frozenset({"header", "multiline"})
-_ONE_CHARACTER_OPTIONS = frozenset({"quote", "escape"})
 
 INDEXED_NAME = re.compile(r"^(?P<base>.+)\[(?P<index>\d+)\]$")
 """``name[n]``: element ``n`` of a list column, as in Drill's ``columns[2]``."""
@@ -51,7 +58,7 @@ INDEXED_NAME = re.compile(r"^(?P<base>.+)\[(?P<index>\d+)\]$")
 
 @dataclass(frozen=True)
 class ScanSpec:
-    """A schema-on-read scan of local files.
+    """A schema-on-read scan of files.
 
     ``columns`` is ``None`` (or ``["*"]``) for every column, ``[]`` for none
     (row counts only), or the projection list: table columns, nested members
@@ -61,31 +68,52 @@ class ScanSpec:
     wildcard expansion. ``options`` are reader options, with case-insensitive
     keys (``header``, ``delimiter``, ``quote``, ``escape``, ``nullValue``,
     ``multiLine`` for csv/tsv; ``delimiter`` for text).
+
+    The choices may be given as their words (``on_error="skip"``); they are
+    kept as the enums of ``connect_plugin.scanning.options``. ``strict=True``
+    is another way to write ``evolution="none"``.
     """
 
     paths: Sequence[str]
-    format: str
+    format: Format
     columns: Sequence[str] | None = None
     provided_schema: pa.Schema | None = None
     strict: bool = False
-    partitioning: str = "dirs"
-    on_error: str = "fail"
+    partitioning: Partitioning = Partitioning.DIRS
+    on_error: OnError = OnError.FAIL
     max_rows: int = DEFAULT_MAX_ROWS
     max_bytes: int = DEFAULT_MAX_BYTES
     options: Mapping[str, str] = field(default_factory=dict)
     sample_bytes: int = DEFAULT_SAMPLE_BYTES
+    evolution: Evolution | None = None
+    rescued_column: str | None = None
+    compression: Compression = Compression.AUTO
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """``s3.*`` options (``options`` may hold them too): secrets, kept out of JSON and repr."""
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__
         set_field(self, "paths", _paths(self.paths))
-        set_field(self, "format", _choice("format", self.format, FORMATS))
+        set_field(self, "format", choice("format", self.format, Format))
         set_field(self, "columns", _columns(self.columns))
         set_field(self, "provided_schema", _schema(self.provided_schema))
-        set_field(self, "partitioning", _choice("partitioning", self.partitioning, PARTITIONINGS))
-        set_field(self, "on_error", _choice("on_error", self.on_error, ON_ERROR))
-        set_field(self, "options", _options(self.format, self.options))
-        if not isinstance(self.strict, bool):
-            raise InvalidScanSpec(f"strict must be true or false, got {self.strict!r}")
+        set_field(self, "partitioning", choice("partitioning", self.partitioning, Partitioning))
+        set_field(self, "on_error", choice("on_error", self.on_error, OnError))
+        reader, storage = split_storage_options(_text_map(self.options))
+        _, more_storage = split_storage_options(_text_map(self.storage_options))
+        set_field(self, "options", format_class(self.format).check_options(reader))
+        set_field(self, "storage_options", {**storage, **more_storage})
+        set_field(self, "compression", choice("compression", self.compression, Compression))
+        if not format_class(self.format).compressible and self.compression not in _PLAIN:
+            raise InvalidScanSpec(
+                f"compression='{self.compression}' does not apply to {self.format} files, "
+                "which compress their own pages; leave compression at auto"
+            )
+        strict = boolean("strict", self.strict)
+        evolution = _evolution(self.evolution, strict)
+        set_field(self, "evolution", evolution)
+        set_field(self, "strict", evolution is Evolution.NONE)
+        set_field(self, "rescued_column", _rescued_column(self.rescued_column, evolution))
         if not _is_int(self.max_rows) or not 1 <= self.max_rows <= MAX_ROWS_CEILING:
             raise InvalidScanSpec(
                 f"max_rows must be a whole number from 1 to {MAX_ROWS_CEILING}, "
@@ -100,14 +128,40 @@ class ScanSpec:
         return hash(self.to_json())
 
     @property
+    def schema_evolution(self) -> Evolution:
+        """The evolution mode, never None (``__post_init__`` settles it)."""
+        assert self.evolution is not None
+        return self.evolution
+
+    @property
     def is_wildcard(self) -> bool:
         """Whether the projection holds the wildcard (alone or among other names)."""
         return self.columns is None or "*" in self.columns
 
+    @cached_property
+    def storage(self) -> Storage:
+        """The file system of the scan's paths, opened once and kept with the spec."""
+        return open_storage(self.paths, self.storage_options)
+
+    def secret_options(self) -> dict[str, str]:
+        """The storage options as data source options Spark redacts (their names say secret)."""
+        return {SECRET_OPTION_PREFIX + key: value for key, value in self.storage_options.items()}
+
+    @staticmethod
+    def storage_from_options(options: Mapping[str, str]) -> dict[str, str]:
+        """The storage options among data source options made by ``secret_options``."""
+        prefix = SECRET_OPTION_PREFIX
+        return {k[len(prefix) :]: v for k, v in options.items() if k.lower().startswith(prefix)}
+
+    @cached_property
+    def file_format(self) -> FileFormat:
+        """The format object of this spec, built once and kept with it."""
+        return format_class(self.format)(self)
+
     @property
     def has_header(self) -> bool:
         """Whether csv/tsv files start with a header line naming their columns."""
-        return self.format in ("csv", "tsv") and self.options.get("header") == "true"
+        return self.file_format.has_header
 
     def option(self, name: str, default: str | None = None) -> str | None:
         return self.options.get(name.lower(), default)
@@ -117,16 +171,19 @@ class ScanSpec:
         return {
             "version": SPEC_VERSION,
             "paths": list(self.paths),
-            "format": self.format,
+            "format": self.format.value,
             "columns": None if self.columns is None else list(self.columns),
             "schema": None if schema is None else _schema_to_text(schema),
             "strict": self.strict,
-            "partitioning": self.partitioning,
-            "on_error": self.on_error,
+            "evolution": self.schema_evolution.value,
+            "partitioning": self.partitioning.value,
+            "on_error": self.on_error.value,
             "max_rows": self.max_rows,
             "max_bytes": self.max_bytes,
             "options": dict(self.options),
             "sample_bytes": self.sample_bytes,
+            "rescued_column": self.rescued_column,
+            "compression": self.compression.value,
         }
 
     def to_json(self) -> str:
@@ -134,7 +191,15 @@ class ScanSpec:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> ScanSpec:
+    def from_json(cls, text: str, storage_options: Mapping[str, str] | None = None) -> ScanSpec:
+        """The spec of ``to_json()``; storage options travel apart, as they are secrets."""
+        spec = cls._from_json(text)
+        if storage_options:
+            return replace(spec, storage_options=dict(storage_options))
+        return spec
+
+    @classmethod
+    def _from_json(cls, text: str) -> ScanSpec:
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as exc:
@@ -147,7 +212,8 @@ class ScanSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> ScanSpec:
         known = {
             "version", "paths", "format", "columns", "schema", "strict", "partitioning",
-            "on_error", "max_rows", "max_bytes", "options", "sample_bytes",
+            "on_error", "max_rows", "max_bytes", "options", "sample_bytes", "evolution",
+            "rescued_column", "compression",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -164,6 +230,8 @@ class ScanSpec:
             raise InvalidScanSpec("the scan spec needs 'paths' and 'format'")
         schema_text = data.get("schema")
         arguments = {key: data[key] for key in known - {"version", "schema"} if key in data}
+        if arguments.get("strict") and arguments.get("evolution") == Evolution.NONE.value:
+            del arguments["strict"]
         schema = None if schema_text is None else _schema_from_text(schema_text)
         return cls(provided_schema=schema, **arguments)
 
@@ -171,19 +239,36 @@ class ScanSpec:
         """What decides the table schema: the spec without its projection and batch limits."""
         data = self.to_dict()
         del data["max_rows"], data["max_bytes"], data["columns"]
+        data["storage"] = options_digest(self.storage_options)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _evolution(value: object, strict: bool) -> Evolution:
+    if value is None:
+        return Evolution.NONE if strict else Evolution.ADD_NEW_COLUMNS
+    evolution = choice("evolution", value, Evolution)
+    if strict and evolution is not Evolution.NONE:
+        raise InvalidScanSpec(
+            f"strict=True means evolution='none', which contradicts evolution='{evolution}'; "
+            "give one of the two"
+        )
+    return evolution
+
+
+def _rescued_column(value: object, evolution: Evolution) -> str | None:
+    if value is None or value == "":
+        return DEFAULT_RESCUED_COLUMN if evolution is Evolution.RESCUE else None
+    if not isinstance(value, str) or value != value.strip() or not value:
+        raise InvalidScanSpec(f"rescued_column must be a column name, got {value!r}")
+    if value == "*" or "[" in value or "." in value:
+        raise InvalidScanSpec(
+            f"rescued_column {value!r} must be a plain name (no '*', '.', or '[')"
+        )
+    return value
 
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
-    text = value.lower() if isinstance(value, str) else value
-    if text not in allowed:
-        raise InvalidScanSpec(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-    assert isinstance(text, str)
-    return text
 
 
 def _paths(paths: object) -> tuple[str, ...]:
@@ -249,36 +334,15 @@ def _schema(schema: object) -> pa.Schema | None:
     return schema
 
 
-def _options(file_format: str, options: object) -> dict[str, str]:
+def _text_map(options: object) -> dict[str, str]:
     if options is None:
         return {}
     if not isinstance(options, Mapping):
         raise InvalidScanSpec(f"options must map option names to strings; got {options!r}")
-    allowed = FORMAT_OPTIONS[file_format]
-    result = {}
     for key, value in options.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise InvalidScanSpec(
-                f"option {key!r} = {value!r}: option names and values must be strings"
-            )
-        name = key.lower()
-        if name not in allowed:
-            known = ", ".join(sorted(allowed)) or "none"
-            raise InvalidScanSpec(
-                f"option '{key}' is not an option of the {file_format} format (options: {known})"
-            )
-        if name in _BOOLEAN_OPTIONS:
-            value = value.strip().lower()
-            if value not in ("true", "false"):
-                raise InvalidScanSpec(f"option '{key}' must be true or false, got {value!r}")
-        if name in _ONE_CHARACTER_OPTIONS and len(value) > 1:
-            raise InvalidScanSpec(
-                f"option '{key}' must be one character (or empty to turn it off), got {value!r}"
-            )
-        if name == "delimiter" and len(value) != 1:
-            raise InvalidScanSpec(f"option '{key}' must be exactly one character, got {value!r}")
-        result[name] = value
-    return result
+            raise InvalidScanSpec(f"option {key!r}: option names and values must be strings")
+    return dict(options)
 
 
 def _schema_to_text(schema: pa.Schema) -> str:

@@ -33,14 +33,23 @@ from pyspark.sql.types import StructType
 
 from connect_plugin import proto
 from connect_plugin.errors import PlanError, UpstreamFailed
+from connect_plugin.scanning.formats import format_class
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+from connect_plugin.scanning.options import (
+    Compression,
+    Evolution,
+    Format,
+    OnError,
+    Partitioning,
+    choice,
+)
 from connect_plugin.scanning.spark_source import (
     COUNT_OPTION,
     PUSHDOWN_OPTION,
     SPEC_OPTION,
-    data_source_class,
+    ScanDataSource,
 )
-from connect_plugin.scanning.spec import FORMAT_OPTIONS, FORMATS, ScanSpec
+from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.requests import Name, ScanFiles
 from connect_plugin.server.scan_counts import prune_counted_scans
@@ -55,15 +64,6 @@ from connect_plugin.server.upstream import (
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
-_POLICIES = {
-    proto.BadRecordPolicy.BAD_RECORD_POLICY_FAIL: "fail",
-    proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP: "skip",
-    proto.BadRecordPolicy.BAD_RECORD_POLICY_NULL: "null",
-}
-_PARTITIONINGS = {
-    proto.Partitioning.PARTITIONING_DIRS: "dirs",
-    proto.Partitioning.PARTITIONING_HIVE: "hive",
-}
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
 
 
@@ -105,8 +105,9 @@ class Scans:
         pushdown = (await upstream.config([PUSHDOWN_CONF])).get(PUSHDOWN_CONF)
         relation = spark_proto.Relation()
         source = relation.read.data_source
-        source.format = data_source_class().name()
+        source.format = ScanDataSource.name()
         source.options[SPEC_OPTION] = spec.to_json()
+        source.options.update(spec.secret_options())
         source.options[PUSHDOWN_OPTION] = "true" if pushdown == "true" else "false"
         if message.count_rows:
             source.options[COUNT_OPTION] = "true"
@@ -117,7 +118,7 @@ class Scans:
         session = self._registry.open(context.user_id, context.session_id)
         if session.scan_source_registered:
             return
-        cls = data_source_class()
+        cls = ScanDataSource
         command = spark_proto.Command()
         registration = command.register_data_source
         registration.name = cls.name()
@@ -135,16 +136,18 @@ class Scans:
         self, upstream: UpstreamSession, session: SessionContext, message: proto.Scan
     ) -> ScanSpec:
         provided = await self._schema(upstream, message)
-        partitioning = _PARTITIONINGS[message.partitioning]
+        partitioning = choice(
+            "partitioning", proto.word_of(proto.Partitioning, message.partitioning), Partitioning
+        )
         if message.WhichOneof("source") == "table":
             source = await self._table(upstream, session, message.table)
             paths, file_format = [source.location], source.format
             options = {**_reader_options(file_format, source.options), **message.options}
             provided = provided if provided is not None else source.schema
-            partitioning = "hive"
+            partitioning = Partitioning.HIVE
         else:
             paths = list(message.files.paths)
-            file_format = message.files.format
+            file_format = choice("format", message.files.format, Format)
             options = dict(message.options)
         return ScanSpec(
             paths=paths,
@@ -153,10 +156,17 @@ class Scans:
             provided_schema=provided,
             strict=message.schema_policy == proto.SchemaPolicy.SCHEMA_POLICY_STRICT,
             partitioning=partitioning,
-            on_error=_POLICIES[message.on_error],
+            on_error=choice(
+                "on_error", proto.word_of(proto.BadRecordPolicy, message.on_error), OnError
+            ),
             max_rows=message.limits.max_rows or DEFAULT_MAX_ROWS,
             max_bytes=message.limits.max_bytes or DEFAULT_MAX_BYTES,
             options=options,
+            evolution=_evolution(message),
+            rescued_column=message.rescued_column or None,
+            compression=choice(
+                "compression", proto.word_of(proto.Compression, message.compression), Compression
+            ),
         )
 
     async def _table(
@@ -190,24 +200,32 @@ class Scans:
         return to_arrow_schema(struct)
 
 
+def _evolution(message: proto.Scan) -> Evolution | None:
+    """The message's evolution mode; None leaves it to ``strict`` (the schema policy)."""
+    if message.evolution == proto.Evolution.EVOLUTION_UNSPECIFIED:
+        return None
+    return choice("evolution", proto.word_of(proto.Evolution, message.evolution), Evolution)
+
+
 @dataclass(frozen=True)
 class _TableSource:
     """Where a scanned table's files are and how to read them."""
 
     name: str
     location: str
-    format: str
+    format: Format
     options: dict[str, str]
     schema: pa.Schema
 
 
-def _scan_format(table: str, file_format: str) -> str:
-    if file_format.lower() not in FORMATS:
+def _scan_format(table: str, file_format: str) -> Format:
+    try:
+        return Format(file_format.lower())
+    except ValueError:
         raise PlanError(
             f"scan(table=[{table}]): the table is stored as {file_format}, which the scan "
-            f"cannot read; it reads {', '.join(FORMATS)}"
-        )
-    return file_format.lower()
+            f"cannot read; it reads {Format.words()}"
+        ) from None
 
 
 async def _permanent_table(upstream: UpstreamSession, name: str) -> _TableSource:
@@ -260,9 +278,9 @@ def _storage_properties(text: str) -> dict[str, str]:
     return {key.strip(): value for key, sep, value in pairs if sep}
 
 
-def _reader_options(file_format: str, spark_options: Mapping[str, str]) -> dict[str, str]:
+def _reader_options(file_format: Format, spark_options: Mapping[str, str]) -> dict[str, str]:
     """The Spark options a table was written with that the scan's reader takes, renamed."""
-    allowed = FORMAT_OPTIONS[file_format]
+    allowed = format_class(file_format).option_names
     options: dict[str, str] = {}
     for key, value in spark_options.items():
         name = _SPARK_OPTION_NAMES.get(key.lower(), key.lower())

@@ -17,11 +17,12 @@ from connect_plugin.scanning import (
     ScanReader,
     ScanSpec,
     clear_schema_cache,
-    native,
     plan_scan,
     scanner,
 )
 from connect_plugin.scanning.conform import limit_batches
+from connect_plugin.scanning.formats import FORMAT_CLASSES, FileFormat
+from connect_plugin.scanning.rowpath import Reject
 from tests.unit.scanning.scan_checks import (
     read,
     rows,
@@ -46,7 +47,7 @@ def columnar_only(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """pyarrow parses 256 bytes at a time, so a small file has many blocks."""
-    monkeypatch.setattr(native, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(FileFormat, "block_bytes", 256)
 
 
 @pytest.mark.usefixtures("columnar_only")
@@ -244,7 +245,8 @@ def test_a_row_over_max_bytes_is_an_error_naming_the_file(tmp_path: Path) -> Non
 @pytest.fixture
 def no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if any reader decodes values."""
-    monkeypatch.setattr(scanner, "native_batches", refuse)
+    for format_class in FORMAT_CLASSES.values():
+        monkeypatch.setattr(format_class, "native_batches", refuse)
     monkeypatch.setattr(scanner, "row_batches", refuse)
 
 
@@ -343,3 +345,29 @@ def test_limited_batches_keep_every_row_within_both_limits(
     assert all(0 < piece.num_rows <= max_rows for piece in pieces)
     assert all(piece.nbytes <= max_bytes for piece in pieces)
     assert pa.Table.from_batches(pieces).to_pylist() == batch.to_pylist()
+
+
+class Rejected:
+    """A reject sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.rejects: list[Reject] = []
+
+    def write(self, reject: Reject) -> None:
+        self.rejects.append(reject)
+
+
+@pytest.mark.parametrize("policy", ["skip", "null"])
+def test_records_skipped_or_nulled_go_to_the_reject_sink(tmp_path: Path, policy: str) -> None:
+    path = write_text(tmp_path / "a.json", '{"a": 1}\n{"a": \n{"a": "two"}\n')
+    spec = ScanSpec([str(tmp_path)], "json", provided_schema=pa.schema([("a", pa.int64())]),
+                    on_error=policy)  # fmt: skip
+    sink = Rejected()
+    reader = ScanReader(plan_scan(spec), rejects=sink)
+    read(spec, reader)
+    assert [(r.file, r.line, r.record) for r in sink.rejects] == [
+        (str(path), 2, '{"a": '),
+        (str(path), 3, '{"a": "two"}'),
+    ]
+    assert "malformed json" in sink.rejects[0].reason
+    assert "column 'a'" in sink.rejects[1].reason

@@ -46,7 +46,6 @@ from connect_plugin.scanning.spark_source import (
     PruningScanSourceReader,
     ScanDataSource,
     ScanSourceReader,
-    data_source_class,
     partition_filter,
     spark_arrow_schema,
     spark_schema,
@@ -57,7 +56,7 @@ TOKYO = datetime.timezone(datetime.timedelta(hours=9))
 
 
 def source(spec: ScanSpec, **options: str) -> ScanDataSource:
-    return data_source_class()(CaseInsensitiveDict({SPEC_OPTION: spec.to_json(), **options}))
+    return ScanDataSource(CaseInsensitiveDict({SPEC_OPTION: spec.to_json(), **options}))
 
 
 def spark_read(
@@ -221,4 +220,4 @@ def test_an_empty_projection_yields_row_counts(logs: Path) -> None:
 
 def test_a_data_source_without_spec_says_how_to_read() -> None:
     with pytest.raises(InvalidScanSpec, match="needs the option 'spec'"):
-        data_source_class()(CaseInsensitiveDict({})).schema()
+        ScanDataSource(CaseInsensitiveDict({})).schema()

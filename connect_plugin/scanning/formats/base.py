@@ -1,0 +1,249 @@
+"""What every file format of the scan offers, and the byte-level reading they share.
+
+A format object is built once per spec (``ScanSpec.file_format``) and holds
+the format's typed reader options. It answers the four questions the scan
+asks of a file: its columns from a bounded look (``sample``), its records
+as Arrow batches from pyarrow's own readers (``native_batches``), the same
+records parsed one by one in Python from a given record on
+(``row_records``), and its record count without decoding a value
+(``count_rows``). Nothing outside ``formats`` asks which format a scan has.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+
+from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.options import Compression, Format
+
+if TYPE_CHECKING:
+    from connect_plugin.scanning.plan import ScanPlan
+    from connect_plugin.scanning.rowpath import BadRecords
+    from connect_plugin.scanning.spec import ScanSpec
+
+BLOCK_BYTES = 4 * 1024 * 1024
+"""Bytes pyarrow parses at a time; a json line longer than this goes to the row path."""
+
+HEAD_CHUNK = 64 * 1024
+"""Bytes read at a time to finish the last line of a sample."""
+
+STREAM_BUFFER = 64 * 1024
+"""Read-ahead of a file stream, so that small reads (lines, headers) cost no call each."""
+
+COMPRESSION_EXTENSIONS = {
+    ".gz": Compression.GZIP,
+    ".bz2": Compression.BZIP2,
+    ".zst": Compression.ZSTD,
+}
+"""File name endings that ``compression="auto"`` reads as compressed."""
+
+_CODECS = {Compression.GZIP: "gzip", Compression.BZIP2: "bz2", Compression.ZSTD: "zstd"}
+"""pyarrow's codec name of each compression."""
+
+COLUMNS = "columns"
+"""The list column of a headerless delimited file, as Drill names it."""
+
+STRING_LIST = pa.list_(pa.field("element", pa.string()))
+"""The type of ``columns``: the fields of a line, in order."""
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class FileSample:
+    """A file's top-level columns as the file spells them, in the file's order.
+
+    ``conflicts`` maps a folded column name to the message describing a type
+    change inside the file; whether it is an error depends on the provided
+    schema and the projection, so the sample only reports it.
+    """
+
+    fields: tuple[pa.Field, ...]
+    conflicts: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decode:
+    """What to decode from each file: table columns with read types, and list elements.
+
+    ``elements`` are the ``columns[n]`` a headerless file should deliver as
+    ``columns[n]`` string columns; ``whole_list`` asks for ``columns`` itself.
+    ``rescue`` names the raw string column of rescued values (None: no
+    rescue); ``table_keys`` are the folded names of every table column, so a
+    reader knows which of a file's fields the table does not keep; with
+    ``fail_on_new`` such a field is an error.
+    """
+
+    fields: tuple[pa.Field, ...]
+    elements: tuple[int, ...] = ()
+    whole_list: bool = False
+    rescue: str | None = None
+    table_keys: frozenset[str] = frozenset()
+    fail_on_new: bool = False
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.fields and not self.elements and not self.whole_list and not self.rescue
+
+    @property
+    def watches_fields(self) -> bool:
+        """Whether fields outside the table matter (rescued, or an error)."""
+        return self.rescue is not None or self.fail_on_new
+
+    def leftover(self, name: str) -> bool:
+        """Whether a field of a file is outside the table."""
+        return name.casefold() not in self.table_keys
+
+    @property
+    def raw_fields(self) -> list[pa.Field]:
+        """The columns of a raw batch: decoded fields, then split elements, then the list."""
+        fields = [pa.field(f.name, f.type) for f in self.fields]
+        fields += [pa.field(f"{COLUMNS}[{index}]", pa.string()) for index in self.elements]
+        if self.whole_list:
+            fields.append(pa.field(COLUMNS, STRING_LIST))
+        if self.rescue is not None:
+            fields.append(pa.field(self.rescue, pa.string()))
+        return fields
+
+
+class FileFormat:
+    """One file format of the scan, with the reader options of one spec."""
+
+    name: ClassVar[Format]
+    option_names: ClassVar[frozenset[str]] = frozenset()
+    has_row_path: ClassVar[bool] = True
+    """Whether records pyarrow refuses can be read again one by one (not parquet)."""
+    block_bytes: ClassVar[int] = BLOCK_BYTES
+    compressible: ClassVar[bool] = True
+    """Whether whole files may be compressed (not parquet, which compresses inside)."""
+
+    def __init__(self, spec: ScanSpec) -> None:
+        self.spec = spec
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, str]) -> dict[str, str]:
+        """The reader options with folded names, or an error naming the first bad one."""
+        result = {}
+        for key, value in options.items():
+            name = key.lower()
+            if name not in cls.option_names:
+                known = ", ".join(sorted(cls.option_names)) or "none"
+                raise InvalidScanSpec(
+                    f"option '{key}' is not an option of the {cls.name} format (options: {known})"
+                )
+            result[name] = cls.check_option(key, name, value)
+        return result
+
+    @classmethod
+    def check_option(cls, key: str, name: str, value: str) -> str:
+        return value
+
+    @property
+    def has_header(self) -> bool:
+        """Whether files start with a line naming their columns (csv/tsv with header=true)."""
+        return False
+
+    @property
+    def headerless(self) -> bool:
+        """Whether the file's own fields have no names (headerless csv/tsv, and text)."""
+        return False
+
+    @property
+    def list_table(self) -> bool:
+        """Whether the table is Drill's single ``columns`` list (headerless, no provided schema)."""
+        return self.headerless and self.spec.provided_schema is None
+
+    def codec(self, scan_file: ScanFile) -> str | None:
+        """pyarrow's codec for the file: the spec's compression, or its name's ending."""
+        compression = self.spec.compression
+        if compression is Compression.AUTO:
+            ending = posixpath.splitext(scan_file.path)[1].lower()
+            compression = COMPRESSION_EXTENSIONS.get(ending, Compression.NONE)
+        return _CODECS.get(compression)
+
+    def open(self, scan_file: ScanFile) -> pa.NativeFile:
+        """A buffered stream of the file's bytes from its start, decompressed."""
+        filesystem = self.spec.storage.filesystem
+        stream = filesystem.open_input_stream(scan_file.path, compression=None)
+        codec = self.codec(scan_file)
+        if codec is not None:
+            stream = pa.CompressedInputStream(stream, codec)
+        return pa.BufferedInputStream(stream, STREAM_BUFFER)
+
+    def is_empty(self, scan_file: ScanFile) -> bool:
+        """Whether the file has no bytes (after decompression, which only its start tells)."""
+        if self.codec(scan_file) is None:
+            return scan_file.size == 0
+        with self.open(scan_file) as handle:
+            return not handle.read(1)
+
+    def read_head(self, scan_file: ScanFile, limit: int) -> tuple[bytes, bool]:
+        """The first ``limit`` bytes cut after the last whole line, and whether that is all.
+
+        A first line longer than ``limit`` is read to its end, so a sample
+        always holds at least one whole record.
+        """
+        with self.open(scan_file) as handle:
+            data = handle.read(limit)
+            if len(data) < limit:
+                return data, True
+            cut = data.rfind(b"\n")
+            while cut < 0:
+                more = handle.read(HEAD_CHUNK)
+                if not more:
+                    return data, True
+                found = more.find(b"\n")
+                if found >= 0:
+                    return data + more[: found + 1], False
+                data += more
+            return data[: cut + 1], False
+
+    def line_blocks(self, scan_file: ScanFile) -> Iterator[bytes]:
+        """The file in blocks of whole lines (the last one may lack its line break)."""
+        pending = b""
+        with self.open(scan_file) as handle:
+            while True:
+                chunk = handle.read(self.block_bytes)
+                if not chunk:
+                    if pending:
+                        yield pending
+                    return
+                data = pending + chunk
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    pending = data
+                    continue
+                pending = data[cut + 1 :]
+                yield data[: cut + 1]
+
+    def lines(self, scan_file: ScanFile) -> Iterator[bytes]:
+        """The file's lines with their line breaks, for the row path."""
+        with io.BufferedReader(self.open(scan_file)) as handle:
+            yield from handle
+
+    def sample(self, scan_file: ScanFile) -> FileSample:
+        """The file's columns from a bounded look at it."""
+        raise NotImplementedError
+
+    def native_batches(
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
+    ) -> Iterator[pa.RecordBatch]:
+        """Raw batches of one file from pyarrow's reader; pyarrow's errors pass through."""
+        raise NotImplementedError
+
+    def row_records(
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+    ) -> Iterator[Row]:
+        """Raw rows of a file from record ``skip`` on (counting from 0), parsed in Python."""
+        raise NotImplementedError
+
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
+        """Record counts of one file, in pieces, without decoding a value."""
+        raise NotImplementedError

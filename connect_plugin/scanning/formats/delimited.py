@@ -1,0 +1,400 @@
+"""Delimited text: csv and tsv through pyarrow's csv reader, and text as plain lines.
+
+csv and tsv are the same reader with different delimiters (``,`` and tab),
+as in Drill. ``text`` is a line reader: each line is a record, split on the
+``delimiter`` option if one is given, with no quoting. Without a header (the
+default for csv and tsv, as in Spark and Drill) the fields of a line form
+the list column ``columns``, unless a provided schema names them by
+position, as Spark's csv reader does.
+
+On the row path both split records in Python (``csv.reader`` set up to split
+as pyarrow's parser does, or ``str.split``) and convert each field by the
+rules in ``converters``. With an empty projection csv records, which may
+hold quoted line breaks, are split by the csv parser into one binary column
+that is never converted; text counts lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from connect_plugin.errors import InvalidScanSpec, SchemaEvolutionError
+from connect_plugin.scanning.converters import BadValue, text_converter
+from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.formats.base import (
+    COLUMNS,
+    STRING_LIST,
+    Decode,
+    FileFormat,
+    FileSample,
+    Row,
+)
+from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
+
+if TYPE_CHECKING:
+    from connect_plugin.scanning.plan import ScanPlan
+    from connect_plugin.scanning.rowpath import BadRecords
+    from connect_plugin.scanning.spec import ScanSpec
+
+_BOOLEAN_OPTIONS = frozenset({"header", "multiline"})
+_ONE_CHARACTER_OPTIONS = frozenset({"quote", "escape"})
+
+Records = Iterator[tuple[int, list[str] | None]]
+"""Numbered records (the line each starts on), None for a line that is not text."""
+
+
+@dataclass(frozen=True)
+class DelimitedOptions:
+    delimiter: str
+    quote: str | None
+    escape: str | None
+    null_value: str | None
+    multiline: bool
+    header: bool
+
+
+class DelimitedFormat(FileFormat):
+    """What csv, tsv and text share: fields of lines, named by a header or by position."""
+
+    default_delimiter = ","
+
+    def __init__(self, spec: ScanSpec) -> None:
+        super().__init__(spec)
+        quote = spec.option("quote", '"')
+        escape = spec.option("escape")
+        self.delimited = DelimitedOptions(
+            delimiter=spec.option("delimiter", self.default_delimiter) or self.default_delimiter,
+            quote=quote or None,
+            escape=escape or None,
+            null_value=spec.option("nullvalue"),
+            multiline=spec.option("multiline") == "true",
+            header=spec.option("header") == "true",
+        )
+
+    @classmethod
+    def check_option(cls, key: str, name: str, value: str) -> str:
+        if name in _BOOLEAN_OPTIONS:
+            value = value.strip().lower()
+            if value not in ("true", "false"):
+                raise InvalidScanSpec(f"option '{key}' must be true or false, got {value!r}")
+        if name in _ONE_CHARACTER_OPTIONS and len(value) > 1:
+            raise InvalidScanSpec(
+                f"option '{key}' must be one character (or empty to turn it off), got {value!r}"
+            )
+        if name == "delimiter" and len(value) != 1:
+            raise InvalidScanSpec(f"option '{key}' must be exactly one character, got {value!r}")
+        return value
+
+    @property
+    def has_header(self) -> bool:
+        return self.delimited.header
+
+    @property
+    def headerless(self) -> bool:
+        return not self.has_header
+
+    def sample(self, scan_file: ScanFile) -> FileSample:
+        if self.headerless:
+            return FileSample(())
+        return FileSample(tuple(pa.field(name, pa.string()) for name in self.header(scan_file)))
+
+    def header(self, scan_file: ScanFile) -> list[str]:
+        """The fields of a file's first record (its header line); empty for an empty file."""
+        head, _ = self.read_head(scan_file, self.spec.sample_bytes)
+        text = head.decode("utf-8", errors="replace")
+        for row in python_csv_reader(io.StringIO(text), self.delimited):
+            if row:
+                return row
+        return []
+
+    def records(self, lines: Iterator[tuple[int, str | None]]) -> Records:
+        raise NotImplementedError
+
+    def row_records(
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+    ) -> Iterator[Row]:
+        records = self.records(_text_lines(self.lines(scan_file), scan_file, bad))
+        positions, leftovers = self._positions(plan, decode, records, scan_file)
+        converters = [text_converter(f.type) for f in decode.fields]
+        names = [f.name for f in decode.fields]
+        rescue = decode.rescue is not None
+        nulls = (None,) * len(decode.raw_fields)
+        record_number = -1
+        for line_number, fields in records:
+            record_number += 1
+            if record_number < skip:
+                continue
+            if fields is None:
+                if bad.keeps_unreadable():
+                    yield nulls
+                continue
+            values: list[Any] = []
+            problem = None
+            rescued: dict[str, Any] = {}
+            for name, position, convert in zip(names, positions, converters, strict=True):
+                text = fields[position] if position is not None and position < len(fields) else None
+                try:
+                    values.append(convert(text))
+                except BadValue as exc:
+                    values.append(None)
+                    if rescue:
+                        rescued[name] = text
+                    else:
+                        problem = problem or f"column '{name}': expected {exc}"
+            values += [fields[i] if i < len(fields) else None for i in decode.elements]
+            if decode.whole_list:
+                values.append(fields)
+            if problem is not None and not bad.keeps(
+                scan_file, line_number, problem, record=self.delimited.delimiter.join(fields)
+            ):
+                continue
+            if rescue:
+                for name, position in leftovers:
+                    if position < len(fields):
+                        rescued[name] = fields[position]
+                values.append(rescued_text(rescued, scan_file.url) if rescued else None)
+            yield tuple(values)
+
+    def _positions(
+        self, plan: ScanPlan, decode: Decode, records: Records, scan_file: ScanFile
+    ) -> tuple[list[int | None], list[tuple[str, int]]]:
+        """Where each decoded column sits in a record (by header name, or by position), and
+        the header's fields outside the table with theirs."""
+        if self.list_table:
+            return [], []
+        if self.has_header:
+            header = next(records, (0, []))[1] or []
+            present = {name.casefold(): index for index, name in enumerate(header)}
+            leftovers = [(name, i) for i, name in enumerate(header) if decode.leftover(name)]
+            if decode.watches_fields:
+                self._check_new(decode, [name for name, _ in leftovers], scan_file)
+            return [present.get(f.name.casefold()) for f in decode.fields], leftovers
+        order = {f.name.casefold(): index for index, f in enumerate(plan.table.data_fields)}
+        return [order.get(f.name.casefold()) for f in decode.fields], []
+
+    def _check_new(self, decode: Decode, names: list[str], scan_file: ScanFile) -> None:
+        if decode.fail_on_new and names:
+            raise SchemaEvolutionError(new_columns_message(scan_file.url, names, "the scan's schema"))
+
+
+class CsvFormat(DelimitedFormat):
+    name = Format.CSV
+    option_names = frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"})
+
+    def native_batches(
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
+    ) -> Iterator[pa.RecordBatch]:
+        file_names = self._file_names(scan_file)
+        if not file_names:
+            return
+        wanted = self._wanted(plan, decode, file_names)
+        types = {spelled: read_type for spelled, (_, read_type) in wanted.items()}
+        leftovers: list[str] = []
+        if decode.watches_fields and self.has_header:
+            leftovers = [name for name in file_names if decode.leftover(name)]
+            self._check_new(decode, leftovers, scan_file)
+            types.update({name: pa.string() for name in leftovers if name not in types})
+        names = [table_name for table_name, _ in wanted.values()]
+        if decode.whole_list:
+            names.append(COLUMNS)
+        if decode.rescue is not None:
+            names.append(decode.rescue)
+        with self.open(scan_file) as handle:
+            for batch in self._reader(handle, file_names, types):
+                arrays = [batch.column(spelled) for spelled in wanted]
+                if decode.whole_list:
+                    arrays.append(strings_to_list([batch.column(name) for name in file_names]))
+                if decode.rescue is not None:
+                    extras = [(name, batch.column(name)) for name in leftovers]
+                    arrays.append(rescued_array(extras, batch.num_rows, scan_file.url))
+                if not arrays:
+                    yield batch.select([])
+                    continue
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
+        file_names = self._file_names(scan_file)
+        if file_names:
+            with self.open(scan_file) as handle:
+                for batch in self._reader(handle, file_names, {}):
+                    yield batch.num_rows
+
+    def records(self, lines: Iterator[tuple[int, str | None]]) -> Records:
+        """csv records with the number of the line each starts on; empty lines are skipped."""
+        numbers: list[int] = []
+
+        def feed() -> Iterator[str]:
+            for number, line in lines:
+                if line is not None:
+                    numbers.append(number)
+                    yield line + "\n"
+
+        for fields in python_csv_reader(feed(), self.delimited):
+            start = numbers[0] if numbers else 0
+            numbers.clear()
+            if fields:
+                yield start, fields
+
+    def _file_names(self, scan_file: ScanFile) -> list[str]:
+        """The file's column names: its header, or the positions of its first record's fields."""
+        first = self.header(scan_file)
+        return first if self.has_header else [str(i) for i in range(len(first))]
+
+    def _reader(
+        self, handle: pa.NativeFile, file_names: list[str], types: dict[str, pa.DataType]
+    ) -> pa_csv.CSVStreamingReader:
+        """pyarrow's streaming csv reader for the named columns (the first, as binary, for none)."""
+        options = self.delimited
+        if not types:
+            types = {file_names[0]: pa.binary()}
+        return pa_csv.open_csv(
+            handle,
+            read_options=pa_csv.ReadOptions(
+                block_size=self.block_bytes,
+                column_names=None if self.has_header else file_names,
+                use_threads=False,
+            ),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=options.delimiter,
+                quote_char=options.quote or False,
+                escape_char=options.escape or False,
+                double_quote=options.quote is not None and options.escape is None,
+                newlines_in_values=options.multiline,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=types,
+                include_columns=list(types),
+                null_values=[options.null_value] if options.null_value is not None else [""],
+                strings_can_be_null=options.null_value is not None,
+            ),
+        )
+
+    def _wanted(
+        self, plan: ScanPlan, decode: Decode, file_names: Sequence[str]
+    ) -> dict[str, tuple[str, pa.DataType]]:
+        """File column -> (raw column name, read type) for each column to decode."""
+        wanted: dict[str, tuple[str, pa.DataType]] = {}
+        if self.list_table:
+            for index in decode.elements:
+                if index < len(file_names):
+                    wanted[file_names[index]] = (f"{COLUMNS}[{index}]", pa.string())
+            if decode.whole_list:
+                for name in file_names:
+                    wanted.setdefault(name, (name, pa.string()))
+            return wanted
+        if self.has_header:
+            present = {name.casefold(): name for name in file_names}
+            for f in decode.fields:
+                spelled = present.get(f.name.casefold())
+                if spelled is not None:
+                    wanted[spelled] = (f.name, csv_read_type(f.type))
+            return wanted
+        positions = {f.name.casefold(): i for i, f in enumerate(plan.table.data_fields)}
+        for f in decode.fields:
+            position = positions[f.name.casefold()]
+            if position < len(file_names):
+                wanted[file_names[position]] = (f.name, csv_read_type(f.type))
+        return wanted
+
+
+class TsvFormat(CsvFormat):
+    name = Format.TSV
+    default_delimiter = "\t"
+
+
+class TextFormat(DelimitedFormat):
+    """Lines as records; ``delimiter`` splits them into fields, without quoting."""
+
+    name = Format.TEXT
+    option_names = frozenset({"delimiter"})
+
+    def native_batches(
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
+    ) -> Iterator[pa.RecordBatch]:
+        delimiter = self.spec.option("delimiter")
+        for block in self.line_blocks(scan_file):
+            lines = _lines(block)
+            if delimiter is not None:
+                columns = pc.split_pattern(lines, delimiter).cast(STRING_LIST)
+            else:
+                columns = pa.FixedSizeListArray.from_arrays(lines, 1).cast(STRING_LIST)
+            yield pa.RecordBatch.from_arrays([columns], names=[COLUMNS])
+
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
+        for block in self.line_blocks(scan_file):
+            yield block.count(b"\n") + (not block.endswith(b"\n"))
+
+    def records(self, lines: Iterator[tuple[int, str | None]]) -> Records:
+        delimiter = self.spec.option("delimiter")
+        for number, line in lines:
+            if line is None:
+                yield number, None
+            else:
+                yield number, line.split(delimiter) if delimiter else [line]
+
+
+def csv_read_type(arrow_type: pa.DataType) -> pa.DataType:
+    """What pyarrow's csv parser fills strictly enough; zoned timestamps arrive as text."""
+    if pa.types.is_timestamp(arrow_type) and arrow_type.tz is not None:
+        return pa.string()
+    if pa.types.is_nested(arrow_type):
+        return pa.string()
+    return arrow_type
+
+
+def python_csv_reader(lines: Iterable[str], options: DelimitedOptions) -> Iterator[list[str]]:
+    """A ``csv.reader`` that splits records the way pyarrow's csv parser does."""
+    return csv.reader(
+        lines,
+        delimiter=options.delimiter,
+        quotechar=options.quote,
+        escapechar=options.escape,
+        quoting=csv.QUOTE_MINIMAL if options.quote else csv.QUOTE_NONE,
+        doublequote=options.quote is not None and options.escape is None,
+        strict=False,
+    )
+
+
+def strings_to_list(columns: Sequence[pa.Array]) -> pa.Array:
+    """Row-wise lists of the fields of equally long string columns: Drill's ``columns``."""
+    width = len(columns)
+    length = len(columns[0]) if columns else 0
+    flat = pa.concat_arrays([column.cast(pa.string()) for column in columns])
+    order = np.arange(length * width, dtype=np.int64).reshape(width, length).T.ravel()
+    offsets = pa.array(np.arange(0, length * width + 1, width, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, flat.take(pa.array(order)), type=STRING_LIST)
+
+
+def _lines(block: bytes) -> pa.Array:
+    """The lines of a block as strings, without their ``\\n`` or ``\\r\\n``."""
+    text = pa.array([block], pa.large_binary()).cast(pa.large_string())
+    lines = pc.list_flatten(pc.split_pattern(text, "\n"))
+    if block.endswith(b"\n"):
+        lines = lines.slice(0, len(lines) - 1)
+    if b"\r" in block:
+        lines = pc.replace_substring_regex(lines, "\r$", "")
+    return lines.cast(pa.string())
+
+
+def _text_lines(
+    raw_lines: Iterable[bytes], scan_file: ScanFile, bad: BadRecords
+) -> Iterator[tuple[int, str | None]]:
+    """Numbered lines without their line break; a line that is not UTF-8 is reported, as None."""
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad.report(scan_file, number, f"the line is not UTF-8 text ({exc.reason})")
+            yield number, None
+            continue
+        yield number, line.removesuffix("\n").removesuffix("\r")

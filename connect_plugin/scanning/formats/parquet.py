@@ -1,0 +1,75 @@
+"""Parquet: columns by name from the file's own schema, counts from its footer.
+
+Parquet has no row path: its values are typed already, and a value that
+does not cast to the scan's type is handled in place by the scanner, row by
+row, for the one batch it sits in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from connect_plugin.errors import SchemaEvolutionError
+from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.formats.base import Decode, FileFormat, FileSample
+from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.rescue import new_columns_message, rescued_array
+from connect_plugin.scanning.widening import normalize_type
+
+if TYPE_CHECKING:
+    from connect_plugin.scanning.plan import ScanPlan
+
+
+class ParquetFormat(FileFormat):
+    name = Format.PARQUET
+    has_row_path = False
+    compressible = False
+
+    def open(self, scan_file: ScanFile) -> pa.NativeFile:
+        """Parquet reads its footer first, so its files are opened for random access."""
+        return self.spec.storage.filesystem.open_input_file(scan_file.path)
+
+    def sample(self, scan_file: ScanFile) -> FileSample:
+        with self.open(scan_file) as handle:
+            schema = pq.read_schema(handle)
+        return FileSample(tuple(f.with_type(normalize_type(f.type)) for f in schema))
+
+    def native_batches(
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
+    ) -> Iterator[pa.RecordBatch]:
+        with self.open(scan_file) as handle:
+            parquet = pq.ParquetFile(handle)
+            present = {name.casefold(): name for name in parquet.schema_arrow.names}
+            chosen = [
+                (f.name, present[f.name.casefold()])
+                for f in decode.fields
+                if f.name.casefold() in present
+            ]
+            table_names = [table_name for table_name, _ in chosen]
+            leftovers: list[str] = []
+            if decode.watches_fields:
+                leftovers = [name for name in parquet.schema_arrow.names if decode.leftover(name)]
+                if decode.fail_on_new and leftovers:
+                    raise SchemaEvolutionError(
+                        new_columns_message(scan_file.url, leftovers, "the scan's schema")
+                    )
+            width = len(chosen)
+            for batch in parquet.iter_batches(
+                batch_size=self.spec.max_rows,
+                columns=[spelled for _, spelled in chosen] + leftovers,
+                use_threads=False,
+            ):
+                if decode.rescue is None:
+                    yield batch.select(range(width)).rename_columns(table_names)
+                    continue
+                extras = [(name, batch.column(width + i)) for i, name in enumerate(leftovers)]
+                arrays = [*batch.columns[:width], rescued_array(extras, batch.num_rows, scan_file.url)]
+                yield pa.RecordBatch.from_arrays(arrays, names=[*table_names, decode.rescue])
+
+    def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
+        with self.open(scan_file) as handle:
+            yield pq.ParquetFile(handle).metadata.num_rows

@@ -1,0 +1,253 @@
+"""The scan's choices as enums, and the one place where option text becomes them.
+
+Strings exist only at the edges: the client's keyword arguments, the proto
+and the text options a SQL ``OPTIONS (...)`` clause gives. Each edge hands
+its text to ``choice`` (one value) or ``ScanOptions.parse`` (a whole map of
+options), and every error names the option and what it takes. Inside the
+scan core only the enum members travel.
+
+The enums mix in ``str`` so that a member serialises as its value in the
+JSON form of a spec and prints as that value in messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, TypeVar
+
+from connect_plugin.errors import InvalidScanSpec
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from connect_plugin.scanning.spec import ScanSpec
+
+
+class ScanChoice(str, Enum):
+    """An enum whose members are the lower-case words users write."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def words(cls) -> str:
+        return ", ".join(member.value for member in cls)
+
+
+class Format(ScanChoice):
+    JSON = "json"
+    CSV = "csv"
+    TSV = "tsv"
+    PARQUET = "parquet"
+    TEXT = "text"
+
+
+class OnError(ScanChoice):
+    """What a record that cannot be read under the schema does to the scan."""
+
+    FAIL = "fail"
+    SKIP = "skip"
+    NULL = "null"
+
+
+class Partitioning(ScanChoice):
+    """How directories below a scan root become columns."""
+
+    DIRS = "dirs"
+    HIVE = "hive"
+
+
+class Evolution(ScanChoice):
+    """What columns that are not in the schema do (Auto Loader's schemaEvolutionMode)."""
+
+    ADD_NEW_COLUMNS = "add_new_columns"
+    FAIL_ON_NEW_COLUMNS = "fail_on_new_columns"
+    RESCUE = "rescue"
+    NONE = "none"
+
+    @property
+    def fixes_schema(self) -> bool:
+        """Whether the provided schema, or else the first file, fixes the set of columns."""
+        return self is not Evolution.ADD_NEW_COLUMNS
+
+
+class Compression(ScanChoice):
+    """How the bytes of json, csv, tsv and text files are compressed."""
+
+    AUTO = "auto"
+    NONE = "none"
+    GZIP = "gzip"
+    BZIP2 = "bzip2"
+    ZSTD = "zstd"
+
+
+_ALIASES: Mapping[type[ScanChoice], Mapping[str, str]] = {
+    Compression: {"gz": "gzip", "bz2": "bzip2", "zst": "zstd", "uncompressed": "none"},
+    Evolution: {
+        "addnewcolumns": "add_new_columns",
+        "failonnewcolumns": "fail_on_new_columns",
+    },
+}
+
+Choice = TypeVar("Choice", bound=ScanChoice)
+
+
+def choice(option: str, value: object, kind: type[Choice]) -> Choice:
+    """``value`` (a member, or its word in any case) as a member of ``kind``."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        word = _ALIASES.get(kind, {}).get(word.replace("_", ""), word)
+        for member in kind:
+            if member.value == word:
+                return member
+    raise InvalidScanSpec(f"{option} must be one of {kind.words()}; got {value!r}")
+
+
+def boolean(option: str, value: object) -> bool:
+    """``true``/``false`` text (any case) or a bool."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InvalidScanSpec(f"{option} must be true or false, got {value!r}")
+
+
+def whole_number(option: str, value: object) -> int:
+    """A whole number, or its decimal text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise InvalidScanSpec(f"{option} must be a whole number, got {value!r}")
+
+
+def column_list(option: str, text: str) -> tuple[str, ...]:
+    """``'a, b, columns[1]'`` as names; ``'*'`` is the wildcard, empty text no columns."""
+    if not text.strip():
+        return ()
+    names = tuple(name.strip() for name in text.split(","))
+    if any(not name for name in names):
+        raise InvalidScanSpec(f"{option} has an empty name in {text!r}; separate names by commas")
+    return names
+
+
+SCAN_KEYS = frozenset(
+    {
+        "path", "paths", "format", "columns", "schema", "strict", "evolution", "on_error",
+        "partitioning", "rescued_column", "compression", "max_rows", "max_bytes",
+        "sample_bytes",
+    }
+)  # fmt: skip
+"""Option names of the scan itself; any other option is a reader option of the format."""
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """A scan described by text options, as a SQL ``OPTIONS (...)`` clause gives them.
+
+    ``schema`` stays DDL text: only Spark parses DDL, so the caller turns it
+    into an Arrow schema before building the ``ScanSpec``. ``reader`` holds
+    the options of the format's reader, checked when the spec is built.
+    """
+
+    paths: tuple[str, ...]
+    format: Format
+    columns: tuple[str, ...] | None = None
+    schema: str | None = None
+    strict: bool = False
+    evolution: Evolution | None = None
+    on_error: OnError = OnError.FAIL
+    partitioning: Partitioning = Partitioning.DIRS
+    rescued_column: str | None = None
+    compression: Compression = Compression.AUTO
+    max_rows: int | None = None
+    max_bytes: int | None = None
+    sample_bytes: int | None = None
+    reader: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> ScanOptions:
+        """Read a map of text options; keys compare without case, as Spark's do."""
+        text: dict[str, str] = {}
+        for key, value in options.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise InvalidScanSpec(f"option {key!r}: option names and values must be text")
+            name = key.strip().lower()
+            if name in text:
+                raise InvalidScanSpec(f"option '{key}' is given twice (names ignore case)")
+            text[name] = value
+        paths = _paths(text)
+        if "format" not in text:
+            raise InvalidScanSpec("option 'format' is missing: json, csv, tsv, parquet or text")
+        columns = text.get("columns")
+        numbers = {
+            name: whole_number(f"option '{name}'", text[name])
+            for name in ("max_rows", "max_bytes", "sample_bytes")
+            if name in text
+        }
+        evolution = text.get("evolution")
+        return cls(
+            paths=paths,
+            format=choice("option 'format'", text["format"], Format),
+            columns=None if columns is None else _projection(column_list("option 'columns'", columns)),
+            schema=text.get("schema") or None,
+            strict=boolean("option 'strict'", text.get("strict", "false")),
+            evolution=None if evolution is None else choice("option 'evolution'", evolution, Evolution),
+            on_error=choice("option 'on_error'", text.get("on_error", "fail"), OnError),
+            partitioning=choice(
+                "option 'partitioning'", text.get("partitioning", "dirs"), Partitioning
+            ),
+            rescued_column=text.get("rescued_column") or None,
+            compression=choice("option 'compression'", text.get("compression", "auto"), Compression),
+            max_rows=numbers.get("max_rows"),
+            max_bytes=numbers.get("max_bytes"),
+            sample_bytes=numbers.get("sample_bytes"),
+            reader={k: v for k, v in text.items() if k not in SCAN_KEYS},
+        )
+
+
+    def to_spec(self, provided_schema: pa.Schema | None = None) -> ScanSpec:
+        """The ``ScanSpec``; ``provided_schema`` is ``schema`` once Spark parsed the DDL."""
+        from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+        from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
+
+        return ScanSpec(
+            paths=self.paths,
+            format=self.format,
+            columns=self.columns,
+            provided_schema=provided_schema,
+            strict=self.strict,
+            evolution=self.evolution,
+            on_error=self.on_error,
+            partitioning=self.partitioning,
+            rescued_column=self.rescued_column,
+            compression=self.compression,
+            options=dict(self.reader),
+            max_rows=DEFAULT_MAX_ROWS if self.max_rows is None else self.max_rows,
+            max_bytes=DEFAULT_MAX_BYTES if self.max_bytes is None else self.max_bytes,
+            sample_bytes=DEFAULT_SAMPLE_BYTES if self.sample_bytes is None else self.sample_bytes,
+        )
+
+
+def _paths(text: Mapping[str, str]) -> tuple[str, ...]:
+    if "path" in text and "paths" in text:
+        raise InvalidScanSpec("give the files in option 'path' or option 'paths', not both")
+    if "path" in text:
+        return (text["path"],)
+    if "paths" in text:
+        return tuple(path.strip() for path in text["paths"].split(",") if path.strip())
+    raise InvalidScanSpec("option 'path' is missing: the files, directory or glob to scan")
+
+
+def _projection(names: Sequence[str]) -> tuple[str, ...] | None:
+    return None if tuple(names) == ("*",) else tuple(names)
