@@ -16,7 +16,6 @@ import json
 import os
 import re
 import selectors
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.image import ENTRYPOINT
-from tests.integration.cluster.netns import Network, kill_group, signal_group
+from tests.integration.cluster.netns import Network, kill_group
 
 CLIENT_AGENT = Path(__file__).with_name("client_agent.py")
 
@@ -53,6 +52,10 @@ CLIENT_TIMEOUT_S = 300.0
 REGISTERED = "Successfully registered with driver"
 FINISHED_TASK = re.compile(r"Finished task \S+ in stage \S+ \(TID (\d+)\)")
 RUNNING_TASK = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
+
+
+TIMINGS: dict[str, float] = {}
+"""Seconds of each step the cluster tests measure, printed at the end of the test session."""
 
 
 class ClientError(Exception):
@@ -265,6 +268,11 @@ class Cluster:
                 stages.append(names)
         return stages
 
+    def started(self, what: str) -> Cluster:
+        """This cluster with every role healthy; its start-up time goes to ``TIMINGS``."""
+        TIMINGS[f"{what} start-up"] = self.start_all()
+        return self
+
     def start_all(self) -> float:
         """Every role, stage by stage, each healthy before the next; seconds until all serve."""
         began = time.monotonic()
@@ -279,14 +287,6 @@ class Cluster:
     def kill(self, name: str) -> None:
         """SIGKILL the role and everything it started, as a host losing power would."""
         kill_group(self.processes[name])
-
-    def stop(self, name: str) -> None:
-        process = self.processes[name]
-        signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            kill_group(process)
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.log(name)

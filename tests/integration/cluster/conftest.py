@@ -12,11 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.cluster.cluster import Client, Cluster
+from tests.integration.cluster.cluster import TIMINGS, Client, Cluster
 from tests.integration.cluster.netns import Network, unavailable_reason
-
-TIMINGS: dict[str, float] = {}
-"""Seconds of each measured step of the run, printed at the end of the test session."""
 
 
 @pytest.fixture(scope="session")
@@ -40,15 +37,9 @@ def network(namespaces: None) -> Iterator[Network]:
 
 
 @pytest.fixture(scope="module")
-def standalone(network: Network, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
-    cluster = Cluster.standalone(network, tmp_path_factory.mktemp("cluster"))
-    TIMINGS["standalone start-up (master, 2 workers, connect, gateway)"] = cluster.start_all()
-    return cluster
-
-
-@pytest.fixture(scope="module")
-def client(standalone: Cluster) -> Iterator[Client]:
-    with standalone.client() as running:
+def client(cluster: Cluster) -> Iterator[Client]:
+    """The client host's agent, talking to the module's ``cluster`` through its gateway."""
+    with cluster.client() as running:
         yield running
 
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import time
 from pathlib import Path
 
-from tests.integration.cluster.cluster import Client, Cluster, wait_for
-from tests.integration.cluster.conftest import TIMINGS
+import pytest
+
+from connect_plugin.server.workspace import PRIVATE_DIR, REGISTRY_FILE
+from tests.integration.cluster.cluster import TIMINGS, Client, Cluster, wait_for
+from tests.integration.cluster.netns import Network
 from tests.integration.support import assert_private
 
 CTTAS_ROWS = 2_000_000
@@ -24,7 +28,12 @@ SCAN_ROWS_PER_FILE = 5_000
 KILL_ROWS = 2_000_000
 KILL_PARTITIONS = 16
 KILL_TIMEOUT_S = 300.0
-PRIVATE = ".connect-plugin"
+
+
+@pytest.fixture(scope="module")
+def cluster(network: Network, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
+    standalone = Cluster.standalone(network, tmp_path_factory.mktemp("standalone"))
+    return standalone.started("standalone (master, 2 workers, connect, gateway)")
 
 
 def _table_folder(cluster: Cluster, session_id: str) -> Path:
@@ -38,22 +47,20 @@ def _timed_sql(client: Client, session: str, query: str) -> tuple[float, list[li
     return time.monotonic() - began, rows
 
 
-def test_executors_reach_the_driver_over_the_bridge(standalone: Cluster) -> None:
-    driver = f"spark://CoarseGrainedScheduler@{standalone.address('connect')}:"
-    driver_log = standalone.log("connect").read_text()
-    for worker in standalone.workers:
-        executors = standalone.executor_text(worker)
+def test_executors_reach_the_driver_over_the_bridge(cluster: Cluster) -> None:
+    driver = f"spark://CoarseGrainedScheduler@{cluster.address('connect')}:"
+    driver_log = cluster.log("connect").read_text()
+    for worker in cluster.workers:
+        executors = cluster.executor_text(worker)
         assert f"Connecting to driver: {driver}" in executors
         assert not re.search(r"Connecting to driver: \S*@(127\.|localhost)", executors)
-        address = re.escape(standalone.address(worker))
+        address = re.escape(cluster.address(worker))
         assert re.search(rf"Registered executor .*\({address}:\d+\)", driver_log), worker
 
 
-def test_cttas_of_two_million_rows_runs_on_both_workers(
-    standalone: Cluster, client: Client
-) -> None:
+def test_cttas_of_two_million_rows_runs_on_both_workers(cluster: Cluster, client: Client) -> None:
     session_id = client.open("cttas")
-    before = {worker: standalone.finished_tasks(worker) for worker in standalone.workers}
+    before = {worker: cluster.finished_tasks(worker) for worker in cluster.workers}
     took, rows = _timed_sql(
         client,
         "cttas",
@@ -62,12 +69,12 @@ def test_cttas_of_two_million_rows_runs_on_both_workers(
     )
     TIMINGS[f"CTTAS of {CTTAS_ROWS:,} rows on 2 workers"] = took
     assert rows == [["big", CTTAS_ROWS]]
-    for worker in standalone.workers:
-        assert standalone.finished_tasks(worker) - before[worker], f"no task ran on {worker}"
+    for worker in cluster.workers:
+        assert cluster.finished_tasks(worker) - before[worker], f"no task ran on {worker}"
     assert client.sql("cttas", "SELECT count(*), count(DISTINCT id), sum(k) FROM big") == [
         [CTTAS_ROWS, CTTAS_ROWS, sum(range(100)) * (CTTAS_ROWS // 100)]
     ]
-    table = _table_folder(standalone, session_id)
+    table = _table_folder(cluster, session_id)
     assert assert_private(table) >= CTTAS_PARTITIONS
     client.stop("cttas")
 
@@ -87,15 +94,13 @@ def _scan_files(folder: Path) -> dict[str, int]:
     return files
 
 
-def test_scan_runs_in_the_python_workers_of_both_workers(
-    standalone: Cluster, client: Client
-) -> None:
-    files = _scan_files(standalone.root / "data")
+def test_scan_runs_in_the_python_workers_of_both_workers(cluster: Cluster, client: Client) -> None:
+    files = _scan_files(cluster.root / "data")
     client.open("scan")
     began = time.monotonic()
     rows = client.scan(
         "scan",
-        str(standalone.root / "data"),
+        str(cluster.root / "data"),
         ["count(*)", "count(DISTINCT id)"],
         format="json",
         schema="id BIGINT, n BIGINT",
@@ -108,17 +113,15 @@ def test_scan_runs_in_the_python_workers_of_both_workers(
     # The reader logs each file's bad records once, from the Python process that read it:
     # the files are split between the two workers' executors and none was read by the driver.
     skipped = re.compile(r"file (\S+): 1 bad record\(s\) skipped")
-    read_by = {
-        worker: skipped.findall(standalone.executor_text(worker)) for worker in standalone.workers
-    }
+    read_by = {worker: skipped.findall(cluster.executor_text(worker)) for worker in cluster.workers}
     for worker, read in read_by.items():
         assert read, f"the scan read nothing on {worker}"
     assert sorted(path for read in read_by.values() for path in read) == sorted(files)
-    assert not skipped.search(standalone.log("connect").read_text())
+    assert not skipped.search(cluster.log("connect").read_text())
     client.stop("scan")
 
 
-def test_release_leaves_nothing_of_the_session(standalone: Cluster, client: Client) -> None:
+def test_release_leaves_nothing_of_the_session(cluster: Cluster, client: Client) -> None:
     session_id = client.open("release")
     client.sql("release", "CREATE TEMPORARY TABLE a AS SELECT id FROM range(1000)")
     client.sql(
@@ -126,24 +129,30 @@ def test_release_leaves_nothing_of_the_session(standalone: Cluster, client: Clie
         "CREATE TEMPORARY TABLE b USING csv PARTITIONED BY (k) AS "
         "SELECT id, CAST(id % 3 AS INT) AS k FROM range(300)",
     )
-    assert len(list((standalone.workspace / session_id).iterdir())) == 2
+    assert len(list((cluster.workspace / session_id).iterdir())) == 2
     client.stop("release")
-    left = {path.name for path in standalone.workspace.iterdir()} - {PRIVATE}
-    assert left == set(client.sessions.values())
+    assert not (cluster.workspace / session_id).exists()
+    registry = cluster.workspace / PRIVATE_DIR / REGISTRY_FILE
+    with sqlite3.connect(f"file:{registry}?mode=ro", uri=True, timeout=10) as db:
+        for table in ("sessions", "temp_tables"):
+            query = f"SELECT count(*) FROM {table} WHERE session_id = ?"
+            assert db.execute(query, (session_id,)).fetchone() == (0,), table
+    left = {path.name for path in cluster.workspace.iterdir()} - {PRIVATE_DIR}
+    assert left <= set(client.sessions.values()), "folders of no open session are left"
 
 
 def test_gateway_killed_and_restarted_keeps_live_sessions_tables(
-    standalone: Cluster, client: Client
+    cluster: Cluster, client: Client
 ) -> None:
     client.open("kept")
     client.open("other")
     client.sql("kept", "CREATE TEMPORARY TABLE t AS SELECT id FROM range(100000)")
     client.sql("other", "CREATE TEMPORARY TABLE t USING json AS SELECT id, 'x' AS s FROM range(7)")
 
-    standalone.kill("gateway")
+    cluster.kill("gateway")
     began = time.monotonic()
-    standalone.start("gateway")
-    TIMINGS["gateway restart after kill -9, to healthy"] = standalone.wait_healthy("gateway")
+    cluster.start("gateway")
+    TIMINGS["gateway restart after kill -9, to healthy"] = cluster.wait_healthy("gateway")
     assert client.sql("kept", "SELECT count(*), sum(id) FROM t") == [[100000, sum(range(100000))]]
     TIMINGS["gateway restart after kill -9, to the first query answered"] = time.monotonic() - began
     assert client.sql("other", "SELECT count(*) FROM t") == [[7]]
@@ -153,13 +162,13 @@ def test_gateway_killed_and_restarted_keeps_live_sessions_tables(
 
 
 def test_worker_killed_mid_cttas_spark_retries_and_the_table_is_complete(
-    standalone: Cluster, client: Client
+    cluster: Cluster, client: Client
 ) -> None:
-    victim, survivor = standalone.workers
+    victim, survivor = cluster.workers
     session_id = client.open("kill")
-    seen = standalone.finished_tasks(victim) | standalone.running_tasks(victim)
+    seen = cluster.finished_tasks(victim) | cluster.running_tasks(victim)
     first_new = max(seen, default=-1) + 1
-    registered = standalone.registered_executors(victim)
+    registered = cluster.registered_executors(victim)
     began = time.monotonic()
     client.send(
         op="sql",
@@ -168,13 +177,13 @@ def test_worker_killed_mid_cttas_spark_retries_and_the_table_is_complete(
         f"FROM range(0, {KILL_ROWS}, 1, {KILL_PARTITIONS})",
     )
     wait_for(
-        lambda: any(tid >= first_new for tid in standalone.running_tasks(victim)),
+        lambda: any(tid >= first_new for tid in cluster.running_tasks(victim)),
         KILL_TIMEOUT_S,
         f"a task of the CTTAS running on {victim}",
         poll=0.02,
     )
-    interrupted = {tid for tid in standalone.running_tasks(victim) if tid >= first_new}
-    standalone.kill(victim)
+    interrupted = {tid for tid in cluster.running_tasks(victim) if tid >= first_new}
+    cluster.kill(victim)
     answer = client.receive(KILL_TIMEOUT_S)
     TIMINGS[f"CTTAS of {KILL_ROWS:,} rows with a worker killed -9 mid-write"] = (
         time.monotonic() - began
@@ -185,28 +194,28 @@ def test_worker_killed_mid_cttas_spark_retries_and_the_table_is_complete(
     ]
     # The driver's word that the task died with its executor and was run again elsewhere.
     retried = re.compile(r"\(TID (\d+)\) failed because .* its executor exited")
-    lost = {int(tid) for tid in retried.findall(standalone.log("connect").read_text())}
+    lost = {int(tid) for tid in retried.findall(cluster.log("connect").read_text())}
     assert interrupted & lost, f"Spark did not report tasks {interrupted} lost with {victim}"
-    table = _table_folder(standalone, session_id)
+    table = _table_folder(cluster, session_id)
     assert not list(table.rglob("_temporary")), "a killed task's attempt files were left"
     assert_private(table)
 
     restarted = time.monotonic()
-    standalone.start(victim)
-    standalone.wait_healthy(victim)
-    standalone.wait_registered(victim, more_than=registered)
+    cluster.start(victim)
+    cluster.wait_healthy(victim)
+    cluster.wait_registered(victim, more_than=registered)
     TIMINGS["worker restart after kill -9, to its new executor registered"] = (
         time.monotonic() - restarted
     )
-    before = standalone.finished_tasks(victim) | standalone.finished_tasks(survivor)
+    before = cluster.finished_tasks(victim) | cluster.finished_tasks(survivor)
     client.sql(
         "kill",
         f"CREATE TEMPORARY TABLE again AS SELECT id FROM range(0, 100, 1, {KILL_PARTITIONS})",
     )
-    assert standalone.finished_tasks(victim) - before, "the restarted worker ran no task"
+    assert cluster.finished_tasks(victim) - before, "the restarted worker ran no task"
 
 
-def test_releasing_every_session_empties_the_workspace(standalone: Cluster, client: Client) -> None:
+def test_releasing_every_session_empties_the_workspace(cluster: Cluster, client: Client) -> None:
     for session in list(client.sessions):
         client.stop(session)
-    assert [path.name for path in standalone.workspace.iterdir()] == [PRIVATE]
+    assert [path.name for path in cluster.workspace.iterdir()] == [PRIVATE_DIR]
