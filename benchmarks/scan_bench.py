@@ -4,8 +4,8 @@
 some nulls) are written once as json lines and as csv with a header, in
 ``FILES_PER_DIR`` files in each of ``TOP_DIRS`` x ``SUB_DIRS`` directories.
 Both readers get the same schema as a DDL string and both run through the
-same gateway, in front of the same embedded Spark Connect server, so both
-pay the forwarding; each run interleaves them:
+same gateway, in front of the same Spark Connect server (embedded, or the
+one ``--remote`` names), so both pay the forwarding; each run interleaves them:
 
 - (a) ``connect_plugin.scan(..., columns=<the table columns>).toArrow()``
   against ``spark.read.schema(ddl).json(root).toArrow()`` (or ``.csv``, with
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import gzip
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,9 +52,8 @@ import pyarrow.json as pa_json
 from pyspark.sql.connect.session import SparkSession
 
 import connect_plugin
-from connect_plugin.config import Config
+from benchmarks.server import Options, gateway, shared_folder
 from connect_plugin.scanning import ScanSpec, clear_schema_cache, plan_scan
-from connect_plugin.server.stack import Stack
 
 ROWS = 2_000_000
 TOP_DIRS = 2
@@ -354,15 +352,13 @@ def _report_planning(results: list[PlanTimes]) -> None:
         print("  " + "".join(cells))
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
-        root = Path(tmp)
+def main(options: Options) -> dict[str, float]:
+    with shared_folder(options, "scan-bench-") as root:
         written, paths = _timed(lambda: _write_data(root / "data"))
         print(f"wrote the data in {written:.1f} s", flush=True)
-        config = Config(local=True, port=0, workspace=root / "workspace", conf_dir=None)
-        with Stack(config, spark_log=root / "spark.log") as stack:
-            assert stack.gateway is not None
-            spark = SparkSession.builder.remote(stack.gateway.address).create()
+        with gateway(options, root) as server:
+            print(f"server: {server.label}", flush=True)
+            spark = SparkSession.builder.remote(server.address).create()
             try:
                 timings = {name: _measure(spark, root / "data", name) for name in FORMATS}
                 planning = _planning(spark, root / "plan")
@@ -375,3 +371,8 @@ def main() -> None:
         bar = f"> {target.at_least}" if target.strictly else f">= {target.at_least}"
         verdict = "met" if target.met else "NOT met"
         print(f"target {target.label}: spark.read / scan = {target.ratio:.2f} ({bar}): {verdict}")
+    return {
+        f"{name} {measure}": statistics.median(values)
+        for name in FORMATS
+        for measure, values in timings[name].items()
+    }
