@@ -326,8 +326,10 @@ def main() -> None:
         root = Path(tmp)
         written, paths = _timed(lambda: _write_data(root / "data"))
         print(f"wrote the data in {written:.1f} s", flush=True)
-        config = Config(local=True, port=0, workspace=root / "workspace", conf_dir=None)
-        with Stack(config, spark_log=root / "spark.log") as stack:
+        config = Config(
+            local=True, port=0, workspace=root / "workspace", state_dir=root / "state", conf_dir=None
+        )
+        with Stack(config) as stack:
             assert stack.gateway is not None
             spark = SparkSession.builder.remote(stack.gateway.address).create()
             try:

@@ -67,8 +67,10 @@ def _release(address: str, workspace: Path) -> tuple[float, float]:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="temp-table-bench-") as tmp:
         root = Path(tmp)
-        config = Config(local=True, port=0, workspace=root / "workspace", conf_dir=None)
-        with Stack(config, spark_log=root / "spark.log") as stack:
+        config = Config(
+            local=True, port=0, workspace=root / "workspace", state_dir=root / "state", conf_dir=None
+        )
+        with Stack(config) as stack:
             assert stack.gateway is not None
             address = stack.gateway.address
             spark = SparkSession.builder.remote(address).create()

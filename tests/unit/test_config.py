@@ -67,3 +67,23 @@ def test_invalid_settings_are_refused(arguments: dict[str, object], message: str
 def test_upstream_target_defaults_the_spark_port() -> None:
     assert Config(upstream="sc://spark").upstream_target == "spark:15002"
     assert Config(upstream="sc://spark:99/;user_id=a").upstream_target == "spark:99"
+
+
+def test_the_default_settings_ship_inside_the_package() -> None:
+    import connect_plugin
+
+    conf_dir = Config().conf_dir
+    assert conf_dir is not None
+    assert conf_dir.parent == Path(connect_plugin.__file__).parent
+    assert (conf_dir / "connect-plugin.toml").is_file()
+    assert (conf_dir / "spark-defaults.conf").is_file()
+
+
+def test_the_state_folder_follows_xdg_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert Config().state_dir == tmp_path / "xdg" / "connect-plugin"
+    assert Config().workspace == tmp_path / "xdg" / "connect-plugin" / "workspace"
+    config = load_config({"conf_dir": tmp_path}, {"CONNECT_PLUGIN_STATE_DIR": str(tmp_path / "s")})
+    assert config.state_dir == tmp_path / "s"
