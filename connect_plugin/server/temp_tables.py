@@ -446,10 +446,7 @@ class TempTables:
                 f"[{table.location}] failed: {exc.message}{await _root_cause(upstream, exc)}"
             ) from exc
         if rows is None:
-            raise TempTableQueryFailed(
-                f"Temporary table [{request.name.name}]: Spark did not report the number of "
-                "rows written"
-            )
+            rows = await _count_written(upstream, table, request.name.name)
         return rows
 
     async def _create_view(
@@ -724,3 +721,30 @@ def _session_gone(exc: BaseException) -> bool:
 class _Source:
     relation: spark_proto.Relation
     schema: StructType
+
+
+async def _count_written(upstream: UpstreamSession, table: TempTable, name: str) -> int:
+    """The rows in a table's files, when Spark sent no observed metrics with their write:
+    Spark 4.0 and 4.1 sometimes leave them out (the first write after start-up most often)."""
+    log.info("Spark sent no row count with the write of [%s]; counting its files", name)
+    relation = spark_proto.Relation()
+    source = relation.aggregate.input.read.data_source
+    source.format = table.format
+    source.schema = table.schema_json
+    source.paths.append(str(table.location))
+    source.options.update(table.options)
+    relation.aggregate.group_type = spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY
+    count = relation.aggregate.aggregate_expressions.add().alias
+    count.name.append(_ROWS_METRIC)
+    count.expr.unresolved_function.function_name = "count"
+    count.expr.unresolved_function.arguments.append(literal(1))
+    try:
+        (row,) = await upstream.rows(relation)
+    except UpstreamFailed as exc:
+        raise TempTableQueryFailed(
+            f"Temporary table [{name}]: Spark did not report the number of rows written, and "
+            f"counting them in [{table.location}] failed: {exc.message}"
+        ) from exc
+    rows = row[_ROWS_METRIC]
+    assert isinstance(rows, int)
+    return rows
