@@ -53,14 +53,12 @@ CLIENTS = (
 )
 OLDEST = "4.0.0"
 SESSION_SERVER = "newest (the test session's)"
-NEWEST_THIN_CLIENT = "newest [client]"
-ENDS = {
-    OLDEST: ("pyspark-client 4.0.0", NEWEST_THIN_CLIENT),
-    SESSION_SERVER: ("pyspark-client 4.0.0",),
-}
-"""The default run: the oldest client on the oldest server, and each end in front of the
-other. Full pyspark 4.0.0 as a client runs in test_the_servers_own_install_runs_the_gateway,
-and the newest client on the newest server is the rest of the test suite."""
+ENDS_SERVERS = (OLDEST, SESSION_SERVER)
+ENDS_CLIENTS = ("pyspark-client 4.0.0",)
+"""The default run: the oldest client on the oldest and the newest server; the newest client
+on the oldest server is test_the_newest_client_on_the_oldest_server. Full pyspark 4.0.0 as a
+client runs in test_the_servers_own_install_runs_the_gateway, and the newest client on the
+newest server is the rest of the test suite."""
 
 FIRST_WITH_PUSHDOWN = Version("4.1")
 READY_PREFIX = "connect-plugin gateway ready at "
@@ -68,23 +66,18 @@ GATEWAY_START_TIMEOUT_S = 120.0
 GATEWAY_STOP_TIMEOUT_S = 60.0
 
 
-def _pairs(mode: str) -> list[tuple[str, str]]:
-    if mode == "all":
-        return [(server, client) for server in SERVERS for client in CLIENTS]
-    return [(server, client) for server, clients in ENDS.items() for client in clients]
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    mode = metafunc.config.getoption("--compat")
-    if metafunc.function.__name__ == "test_a_client_through_the_gateway":
-        pairs = _pairs(mode)
-        metafunc.parametrize(
-            ("server", "client"), pairs, indirect=["server"], scope="module",
-            ids=[f"{server} server, {client}" for server, client in pairs],
-        )
-    elif "server" in metafunc.fixturenames:
-        servers = SERVERS if mode == "all" else (OLDEST,)
-        metafunc.parametrize("server", servers, indirect=True, scope="module")
+    """Servers are parametrized on their own, in one order for every test, so that pytest
+    runs the tests of one server together and starts each server once."""
+    every = metafunc.config.getoption("--compat") == "all"
+    name = metafunc.function.__name__
+    if name == "test_a_client_through_the_gateway":
+        metafunc.parametrize("server", SERVERS if every else ENDS_SERVERS, indirect=True, scope="module")
+        metafunc.parametrize("client", CLIENTS if every else ENDS_CLIENTS)
+    elif name == "test_the_servers_own_install_runs_the_gateway":
+        metafunc.parametrize("server", SERVERS if every else (OLDEST,), indirect=True, scope="module")
+    elif name == "test_the_newest_client_on_the_oldest_server":
+        metafunc.parametrize("server", (OLDEST,), indirect=True, scope="module")
 
 
 def _environment(venvs: VenvCache, dists: Dists, package: str, version: str) -> Venv:
@@ -201,19 +194,17 @@ def test_the_matrix_spans_the_pinned_ranges() -> None:
 
 
 def test_a_client_through_the_gateway(
-    server: ServerUnderTest,
-    client: str,
-    venvs: VenvCache,
-    dists: Dists,
-    scan_data: Path,
-    request: pytest.FixtureRequest,
+    server: ServerUnderTest, client: str, venvs: VenvCache, dists: Dists, scan_data: Path
 ) -> None:
-    if client == NEWEST_THIN_CLIENT:
-        install: Venv = request.getfixturevalue("thin_client")
-    else:
-        package, version = client.split()
-        install = _environment(venvs, dists, package, version)
+    package, version = client.split()
+    install = _environment(venvs, dists, package, version)
     assert_api_works(install, server.gateway, scan_data, pushdown=server.pushdown)
+
+
+def test_the_newest_client_on_the_oldest_server(
+    server: ServerUnderTest, thin_client: Venv, scan_data: Path
+) -> None:
+    assert_api_works(thin_client, server.gateway, scan_data, pushdown=server.pushdown)
 
 
 def test_the_servers_own_install_runs_the_gateway(
