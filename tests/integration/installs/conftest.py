@@ -11,15 +11,13 @@ import datetime
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.installs.venvs import INSTALL_REPORT, Venv, clean_env
+from tests.integration.installs.venvs import INSTALL_REPORT, Dists, Venv, VenvCache, clean_env
 
 CHECKOUT = Path(__file__).resolve().parents[3]
 
@@ -48,12 +46,6 @@ def source_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tree
 
 
-@dataclass(frozen=True)
-class Dists:
-    sdist: Path
-    wheel: Path
-
-
 @pytest.fixture(scope="session")
 def dists(source_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Dists:
     """``python -m build``: the sdist, then the wheel built from the unpacked sdist."""
@@ -66,30 +58,6 @@ def dists(source_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Dists:
     (sdist,) = out.glob("*.tar.gz")
     (wheel,) = out.glob("*.whl")
     return Dists(sdist, wheel)
-
-
-class VenvCache:
-    """Environments by name, each made and installed at most once per test session."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.made: dict[str, Venv] = {}
-
-    def get(
-        self,
-        name: str,
-        *requirements: str,
-        constraints: Sequence[str] = (),
-        then: Callable[[Venv], None] | None = None,
-    ) -> Venv:
-        if name not in self.made:
-            venv = Venv(self.root / name.replace(" ", "-")).create()
-            venv.install(*requirements, constraints=constraints)
-            INSTALL_REPORT.append(venv.summary(name))
-            if then is not None:
-                then(venv)
-            self.made[name] = venv
-        return self.made[name]
 
 
 @pytest.fixture(scope="session")

@@ -32,13 +32,12 @@ from connect_plugin.config import Config
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
 from tests.integration.installs.api_check import assert_api_works
-from tests.integration.installs.conftest import Dists, VenvCache
 from tests.integration.installs.requirements import (
     lower_end,
     lowest_constraints,
     pinned,
 )
-from tests.integration.installs.venvs import Venv, clean_env
+from tests.integration.installs.venvs import Dists, Venv, VenvCache, clean_env
 from tests.integration.support import TEST_SPARK_CONF
 
 SERVERS = ("4.0.0", "4.1.4", "4.2.1", "4.3.0")

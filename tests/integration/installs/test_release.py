@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 import connect_plugin
-from tests.integration.installs.conftest import Dists, VenvCache
-from tests.integration.installs.venvs import Venv
+from tests.integration.installs.venvs import Dists, Venv, VenvCache
 
 DEFAULT_SETTINGS = ("server_conf/connect-plugin.toml", "server_conf/spark-defaults.conf")
 CLIENT_HINT = 'pip install "connect-plugin[client]"'

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,3 +135,33 @@ class Venv:
 
 INSTALL_REPORT: list[str] = []
 """Lines printed at the end of the run: what each environment holds and weighs."""
+
+
+@dataclass(frozen=True)
+class Dists:
+    sdist: Path
+    wheel: Path
+
+
+class VenvCache:
+    """Environments by name, each made and installed at most once per test session."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.made: dict[str, Venv] = {}
+
+    def get(
+        self,
+        name: str,
+        *requirements: str,
+        constraints: Sequence[str] = (),
+        then: Callable[[Venv], None] | None = None,
+    ) -> Venv:
+        if name not in self.made:
+            venv = Venv(self.root / name.replace(" ", "-")).create()
+            venv.install(*requirements, constraints=constraints)
+            INSTALL_REPORT.append(venv.summary(name))
+            if then is not None:
+                then(venv)
+            self.made[name] = venv
+        return self.made[name]
