@@ -54,7 +54,13 @@ def gateway(options: Options, scratch: Path) -> Iterator[Server]:
     if options.remote is not None:
         yield Server(options.remote, options.workspace, f"remote {options.remote}")
         return
-    config = Config(local=True, port=0, workspace=scratch / "workspace", conf_dir=None)
-    with Stack(config, spark_log=scratch / "spark.log") as stack:
+    config = Config(
+        local=True,
+        port=0,
+        workspace=scratch / "workspace",
+        state_dir=scratch / "state",
+        conf_dir=None,
+    )
+    with Stack(config) as stack:
         assert stack.gateway is not None
         yield Server(stack.gateway.address, config.workspace, "embedded (local[*])")

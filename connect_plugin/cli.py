@@ -1,4 +1,9 @@
-"""``connect-plugin``: run the gateway (embedded Spark or in front of one) or the demo."""
+"""``connect-plugin``: run the gateway (embedded Spark or in front of one) or the demo.
+
+The command comes with the base install; the gateway needs the server install,
+so ``serve`` and ``demo`` check for it first and print the pip command that
+brings it.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from connect_plugin import __version__
 from connect_plugin.config import SPARK_DEFAULT_PORT, Config, load_config
 from connect_plugin.errors import ConnectPluginError
+from connect_plugin.extras import require_server
 
 READY_LINE = "connect-plugin gateway ready at {address}"
 
@@ -21,11 +28,15 @@ log = logging.getLogger("connect_plugin")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="connect-plugin", description=__doc__)
+    parser = argparse.ArgumentParser(prog="connect-plugin", description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"connect-plugin {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", type=Path, help="root folder of session temp tables")
+    common.add_argument(
+        "--state-dir", type=Path, help="folder of the embedded server's warehouse and logs"
+    )
     common.add_argument("--conf-dir", type=Path, help="folder with connect-plugin.toml and spark-defaults.conf")
     common.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR")
 
@@ -86,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             arguments.update(local=True, port=0)
         config = load_config(arguments)
         _configure_logging(config)
+        require_server()
         if args.command == "demo":
             from connect_plugin.demo import run_demo
 

@@ -2,7 +2,9 @@
 
 Values are merged from, in order of precedence: explicit arguments (the CLI),
 ``CONNECT_PLUGIN_*`` environment variables, the TOML file
-``<conf_dir>/connect-plugin.toml``, then the defaults below.
+``<conf_dir>/connect-plugin.toml``, then the defaults below. The default
+``conf_dir`` is the ``server_conf`` folder inside the installed package (a
+wheel carries it there) or, in a checkout, the top-level ``server_conf/``.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ else:
 ENV_PREFIX = "CONNECT_PLUGIN_"
 CONF_FILE_NAME = "connect-plugin.toml"
 SPARK_DEFAULT_PORT = 15002
-REPO_CONF_DIR = Path(__file__).resolve().parents[1] / "server_conf"
+PACKAGE_CONF_DIR = Path(__file__).resolve().parent / "server_conf"
+CHECKOUT_CONF_DIR = Path(__file__).resolve().parents[1] / "server_conf"
+
+
+def default_state_dir() -> Path:
+    """A per-user folder, so two users on one machine never share state or temp data."""
+    return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / (
+        "connect-plugin"
+    )
 
 
 def default_workspace() -> Path:
-    """A per-user folder, so two users on one machine never share temp data."""
-    return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / (
-        "connect-plugin/workspace"
-    )
+    return default_state_dir() / "workspace"
 
 
 TEMP_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "text")
@@ -47,9 +54,12 @@ class Config:
     upstream: str | None = None
     local: bool = False
     workspace: Path = dataclasses.field(default_factory=default_workspace)
+    state_dir: Path = dataclasses.field(default_factory=default_state_dir)
+    """Where the embedded Spark Connect server runs: its warehouse (``warehouse/``), its log
+    (``logs/spark-connect.log``) and anything else Spark writes to its working folder."""
     temp_workspace_name: str = "tmp"
     temp_table_format: str = "parquet"
-    conf_dir: Path | None = REPO_CONF_DIR if REPO_CONF_DIR.is_dir() else None
+    conf_dir: Path | None = PACKAGE_CONF_DIR if PACKAGE_CONF_DIR.is_dir() else CHECKOUT_CONF_DIR
     spark_master: str = "local[*]"
     upstream_start_timeout_s: float = 180.0
     upstream_bind_host: str = "127.0.0.1"

@@ -12,6 +12,16 @@ from tests.object_store import ObjectStore, running_object_store
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--compat",
+        choices=("ends", "all"),
+        default="ends",
+        help="Spark versions of the compatibility tests: the oldest and newest supported "
+        "(default) or every client and server version (./dev compat)",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION_DIR in Path(str(item.fspath)).parents:

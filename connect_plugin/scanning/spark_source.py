@@ -16,7 +16,7 @@ Spark then calls, in Python workers:
 - ``read(partition)`` on the executors, yielding ``pyarrow.RecordBatch``es.
 
 Spark checks each batch's Arrow schema against the one it derives from the
-Spark schema (``to_arrow_schema(schema, timezone="UTC")``), so batches are
+Spark schema (``to_arrow_schema`` with UTC timestamps), so batches are
 cast to exactly that: ``string`` not ``large_string``, ``timestamp[us, UTC]``
 for zoned timestamps, ``timestamp[us]`` for naive ones, no dictionaries.
 Arrow types Spark has no type for are widened first (unsigned integers to
@@ -29,29 +29,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    StringContains,
-    StringEndsWith,
-    StringStartsWith,
-)
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from connect_plugin.errors import InvalidScanSpec
@@ -59,7 +41,15 @@ from connect_plugin.scanning.files import ScanFile, file_groups
 from connect_plugin.scanning.plan import ScanPlan, plan_scan
 from connect_plugin.scanning.pruning import PartitionFilter, partition_column, prune
 from connect_plugin.scanning.scanner import ScanReader
+from connect_plugin.scanning.spark_versions import (
+    FILTER_OPERATORS,
+    NOT_FILTER,
+    spark_arrow_schema_of,
+)
 from connect_plugin.scanning.spec import ScanSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import Filter
 
 SHORT_NAME = "connect_plugin_scan"
 SPEC_OPTION = "spec"
@@ -73,24 +63,6 @@ COUNT_COLUMN = "rows"
 
 MIN_PARTITIONS_OPTION = "minPartitions"
 """Spark partitions to make at least (files allowing); the planning worker's cores by default."""
-
-SPARK_TIMEZONE = "UTC"
-"""The zone Spark's Python data source reader uses to build its expected Arrow schema."""
-
-_FILTER_OPERATORS: dict[type, str] = {
-    EqualTo: "eq",
-    EqualNullSafe: "eq_null_safe",
-    GreaterThan: "gt",
-    GreaterThanOrEqual: "ge",
-    LessThan: "lt",
-    LessThanOrEqual: "le",
-    In: "in",
-    IsNull: "is_null",
-    IsNotNull: "is_not_null",
-    StringStartsWith: "starts_with",
-    StringEndsWith: "ends_with",
-    StringContains: "contains",
-}
 
 
 class ScanDataSource(DataSource):
@@ -166,7 +138,7 @@ class ScanSourceReader(DataSourceReader):
 
     def __init__(self, plan: ScanPlan, schema: StructType, min_partitions: int = 1) -> None:
         self.plan = plan
-        self.target = to_arrow_schema(schema, timezone=SPARK_TIMEZONE)
+        self.target = spark_arrow_schema_of(schema)
         self.files = plan.files
         self.min_partitions = min_partitions
 
@@ -217,9 +189,9 @@ class PruningScanSourceReader(ScanSourceReader):
 
 def partition_filter(found: Filter) -> PartitionFilter | None:
     """Spark's pushed filter as a ``PartitionFilter`` on a top-level column, if it is one."""
-    negated = isinstance(found, Not)
-    inner: Filter = found.child if isinstance(found, Not) else found
-    op = _FILTER_OPERATORS.get(type(inner))
+    negated = NOT_FILTER is not None and isinstance(found, NOT_FILTER)
+    inner: Filter = getattr(found, "child") if negated else found  # noqa: B009
+    op = FILTER_OPERATORS.get(type(inner))
     attribute: tuple[str, ...] = tuple(getattr(inner, "attribute", ()))
     if op is None or len(attribute) != 1:
         return None
@@ -237,7 +209,7 @@ def spark_schema(schema: pa.Schema) -> StructType:
 
 def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
     """The Arrow schema Spark expects batches of this scan to have."""
-    return to_arrow_schema(spark_schema(schema), timezone=SPARK_TIMEZONE)
+    return spark_arrow_schema_of(spark_schema(schema))
 
 
 def sparkable_type(arrow_type: pa.DataType) -> pa.DataType:

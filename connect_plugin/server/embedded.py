@@ -2,7 +2,9 @@
 
 The JVM runs in its own process group so that stopping it (or the gateway
 dying) takes every child with it, and its Python workers use this
-interpreter, so the plugin's data source is importable on the server side.
+interpreter (or the one given), so the plugin's data source is importable on
+the server side. Given a state folder, the JVM runs there and keeps its
+warehouse and log under it, so nothing lands in the folder it was started from.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import grpc
 
 from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
+from connect_plugin.extras import SERVER_INSTALL
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +34,23 @@ MIN_JAVA = 17
 SPARK_DEFAULTS = "spark-defaults.conf"
 STOP_TIMEOUT_S = 20.0
 READY_POLL_S = 0.25
+WAREHOUSE_DIR = "warehouse"
+LOG_FILE = Path("logs") / "spark-connect.log"
 
 
 def spark_home() -> Path:
     """The Spark distribution inside the installed pyspark wheel."""
-    import pyspark
-
+    try:
+        import pyspark
+    except ImportError:
+        raise EnvironmentProblem(
+            f"pyspark is not installed; an embedded Spark Connect server needs: {SERVER_INSTALL}"
+        ) from None
     home = Path(pyspark.__file__).parent
     if not (home / "jars").is_dir():
         raise EnvironmentProblem(
-            f"pyspark at {home} has no jars/ folder; install the full pyspark wheel, "
-            "not pyspark-client, to run an embedded server"
+            f"pyspark at {home} has no jars/ folder (pyspark-client carries none); an "
+            f"embedded Spark Connect server needs full pyspark: {SERVER_INSTALL}"
         )
     return home
 
@@ -101,28 +110,45 @@ class EmbeddedSparkConnect:
         master: str = "local[*]",
         extra_conf: Mapping[str, str] | None = None,
         log_path: Path | None = None,
+        state_dir: Path | None = None,
+        home: Path | None = None,
+        python: Path | None = None,
     ) -> None:
+        """``state_dir``: the JVM's working folder, holding ``warehouse/`` and, unless
+        ``log_path`` says otherwise, ``logs/spark-connect.log``. ``home``: a Spark
+        distribution (default: the installed pyspark's). ``python``: the interpreter of
+        Spark's Python workers (default: this one); it must import ``connect_plugin``."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master
         self.conf_dir = conf_dir
         self.extra_conf = dict(extra_conf or {})
+        self.state_dir = state_dir
+        if log_path is None and state_dir is not None:
+            log_path = state_dir / LOG_FILE
         self.log_path = log_path
+        self.home = home
+        self.python = str(python or sys.executable)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def address(self) -> str:
         return f"sc://{self.host}:{self.port}"
 
+    def spark_home(self) -> Path:
+        return self.home or spark_home()
+
     def command(self) -> list[str]:
-        home = spark_home()
+        home = self.spark_home()
         conf = {
             "spark.connect.grpc.binding.address": self.host,
             "spark.connect.grpc.binding.port": str(self.port),
-            "spark.pyspark.python": sys.executable,
-            "spark.pyspark.driver.python": sys.executable,
-            **self.extra_conf,
+            "spark.pyspark.python": self.python,
+            "spark.pyspark.driver.python": self.python,
         }
+        if self.state_dir is not None:
+            conf["spark.sql.warehouse.dir"] = str(self.state_dir / WAREHOUSE_DIR)
+        conf.update(self.extra_conf)
         args = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS]
         args += ["--name", "connect-plugin embedded Spark Connect", "--master", self.master]
         if self.conf_dir is not None and (self.conf_dir / SPARK_DEFAULTS).is_file():
@@ -136,18 +162,23 @@ class EmbeddedSparkConnect:
         java, _ = find_java()
         env = dict(os.environ)
         env.update(
-            SPARK_HOME=str(spark_home()),
+            SPARK_HOME=str(self.spark_home()),
             JAVA_HOME=str(java.resolve().parents[1]),
-            PYSPARK_PYTHON=sys.executable,
-            PYSPARK_DRIVER_PYTHON=sys.executable,
+            PYSPARK_PYTHON=self.python,
+            PYSPARK_DRIVER_PYTHON=self.python,
             SPARK_CONNECT_MODE="0",
         )
         env.pop("SPARK_REMOTE", None)
+        if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         try:
             self._process = subprocess.Popen(
                 self.command(),
                 env=env,
+                cwd=self.state_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,

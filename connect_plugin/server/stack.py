@@ -31,13 +31,13 @@ class Stack:
         self.config = config
         self.embedded: EmbeddedSparkConnect | None = None
         if config.local:
-            config.workspace.parent.mkdir(parents=True, exist_ok=True)
             self.embedded = EmbeddedSparkConnect(
                 conf_dir=config.conf_dir,
                 host=config.upstream_bind_host,
                 master=config.spark_master,
                 extra_conf=extra_spark_conf,
-                log_path=spark_log or config.workspace.parent / "spark-connect.log",
+                log_path=spark_log,
+                state_dir=config.state_dir,
             )
         self.gateway: Gateway | None = None
 

@@ -53,10 +53,7 @@ async def write_files(
         observed = spark_proto.Relation()
         observed.collect_metrics.input.CopyFrom(relation)
         observed.collect_metrics.name = metric
-        count = observed.collect_metrics.metrics.add()
-        count.alias.name.append(_ROWS_METRIC)
-        count.alias.expr.unresolved_function.function_name = "count"
-        count.alias.expr.unresolved_function.arguments.append(literal(1))
+        _count_rows(observed.collect_metrics.metrics.add())
         command = spark_proto.Command()
         write = command.write_operation
         write.input.CopyFrom(observed)
@@ -80,9 +77,41 @@ async def write_files(
             f"[{table.location}] failed: {exc.message}{await root_cause(upstream, exc)}"
         ) from exc
     if rows is None:
+        rows = await _count_written(upstream, table)
+    return rows
+
+
+def _count_rows(expression: spark_proto.Expression) -> None:
+    """Make ``expression`` the ``count(1) AS rows`` that both ways of counting a write use."""
+    expression.alias.name.append(_ROWS_METRIC)
+    expression.alias.expr.unresolved_function.function_name = "count"
+    expression.alias.expr.unresolved_function.arguments.append(literal(1))
+
+
+async def _count_written(upstream: UpstreamSession, table: TempTable) -> int:
+    """The rows in a table's files, when Spark sent no observed metrics with their write.
+
+    Spark 4.0 and 4.1 servers sometimes leave the metrics out (the first write
+    after start-up most often); the files just written hold the answer.
+    """
+    log.info("Spark sent no row count with the write of [%s]; counting its files", table.name)
+    relation = spark_proto.Relation()
+    source = relation.aggregate.input.read.data_source
+    source.format = table.format
+    source.schema = table.schema_json
+    source.paths.append(str(table.location))
+    source.options.update(table.options)
+    relation.aggregate.group_type = spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY
+    _count_rows(relation.aggregate.aggregate_expressions.add())
+    try:
+        (row,) = await upstream.rows(relation)
+    except UpstreamFailed as exc:
         raise TempTableQueryFailed(
-            f"Temporary table [{table.name}]: Spark did not report the number of rows written"
-        )
+            f"Temporary table [{table.name}]: Spark did not report the number of rows "
+            f"written, and counting them in [{table.location}] failed: {exc.message}"
+        ) from exc
+    rows = row[_ROWS_METRIC]
+    assert isinstance(rows, int)
     return rows
 
 

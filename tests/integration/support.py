@@ -53,3 +53,19 @@ def assert_private(folder: Path) -> int:
 
 def temp_table_names(spark: SparkSession) -> list[str]:
     return [row["name"] for row in spark.sql("SHOW TEMPORARY TABLES").collect()]
+
+
+def spark_connect_server_pids(mentioning: str = "") -> set[int]:
+    """Process ids of the Spark Connect server JVMs on this machine (those whose command
+    line mentions ``mentioning``)."""
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            wanted = (b"SparkConnectServer", b"java", mentioning.encode())
+            if all(word in cmdline for word in wanted):
+                pids.add(int(proc.name))
+    return pids

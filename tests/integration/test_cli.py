@@ -15,23 +15,10 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.server.embedded import free_port
-from tests.integration.support import Upstream, new_session
+from tests.integration.support import Upstream, new_session, spark_connect_server_pids
 
 CLI = str(Path(sys.executable).parent / "connect-plugin")
 READY = "connect-plugin gateway ready at sc://127.0.0.1:{port}"
-
-
-def _spark_connect_pids() -> set[int]:
-    pids = set()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"SparkConnectServer" in cmdline and b"java" in cmdline:
-                pids.add(int(proc.name))
-    return pids
 
 
 def _read_stdout_line(process: subprocess.Popen[str], timeout: float) -> str:
@@ -44,10 +31,12 @@ def _read_stdout_line(process: subprocess.Popen[str], timeout: float) -> str:
 
 
 @contextmanager
-def _running(args: list[str], tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+def _running(
+    args: list[str], tmp_path: Path, cwd: Path | None = None
+) -> Iterator[subprocess.Popen[str]]:
     stderr = (tmp_path / "stderr.log").open("w")
     process = subprocess.Popen(
-        [CLI, *args], stdout=subprocess.PIPE, stderr=stderr, text=True, env=_env()
+        [CLI, *args], stdout=subprocess.PIPE, stderr=stderr, text=True, env=_env(), cwd=cwd
     )
     try:
         yield process
@@ -89,22 +78,30 @@ def test_serve_upstream_prints_one_ready_line_and_stops_on_sigterm(
 
 
 def test_serve_local_starts_and_stops_its_own_spark(tmp_path: Path) -> None:
-    before = _spark_connect_pids()
+    """The embedded server keeps its warehouse and log in the state folder, never in the
+    folder the command runs from."""
     port = free_port()
-    with _running(["serve", "--local", "--port", str(port), "--workspace", str(tmp_path / "ws")], tmp_path) as process:
+    cwd, state = tmp_path / "cwd", tmp_path / "state"
+    cwd.mkdir()
+    args = ["serve", "--local", "--port", str(port), "--workspace", str(tmp_path / "ws")]
+    with _running([*args, "--state-dir", str(state)], tmp_path, cwd=cwd) as process:
         assert _read_stdout_line(process, 240) == READY.format(port=port)
-        started = _spark_connect_pids() - before
+        started = spark_connect_server_pids(mentioning=str(state))
         assert len(started) == 1, started
         session = new_session(f"sc://127.0.0.1:{port}")
         try:
             assert session.sql("SELECT 6 * 7 AS x").first().x == 42  # type: ignore[union-attr]
+            session.sql("CREATE TABLE kept USING parquet AS SELECT 1 AS x").collect()
         finally:
             session.stop()
         _stop_and_check(process, signal.SIGINT)
+    assert list((state / "warehouse" / "kept").glob("*.parquet"))
+    assert "SparkConnectServer" in (state / "logs" / "spark-connect.log").read_text()
+    assert list(cwd.iterdir()) == []
     deadline = time.monotonic() + 30
-    while started & _spark_connect_pids() and time.monotonic() < deadline:
+    while started & spark_connect_server_pids() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not started & _spark_connect_pids(), "the embedded JVM outlived the CLI"
+    assert not started & spark_connect_server_pids(), "the embedded JVM outlived the CLI"
 
 
 def test_serve_local_without_java_says_so(tmp_path: Path) -> None:

@@ -67,3 +67,25 @@ def test_invalid_settings_are_refused(arguments: dict[str, object], message: str
 def test_upstream_target_defaults_the_spark_port() -> None:
     assert Config(upstream="sc://spark").upstream_target == "spark:15002"
     assert Config(upstream="sc://spark:99/;user_id=a").upstream_target == "spark:99"
+
+
+def test_a_checkout_reads_the_default_settings_from_its_server_conf() -> None:
+    """The wheel maps server_conf/ into the package (tests/integration/installs checks
+    that); a checkout has it at the top level, beside the package."""
+    import connect_plugin
+
+    conf_dir = Config().conf_dir
+    assert conf_dir is not None
+    assert conf_dir == Path(connect_plugin.__file__).parents[1] / "server_conf"
+    assert (conf_dir / "connect-plugin.toml").is_file()
+    assert (conf_dir / "spark-defaults.conf").is_file()
+
+
+def test_the_state_folder_follows_xdg_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert Config().state_dir == tmp_path / "xdg" / "connect-plugin"
+    assert Config().workspace == tmp_path / "xdg" / "connect-plugin" / "workspace"
+    config = load_config({"conf_dir": tmp_path}, {"CONNECT_PLUGIN_STATE_DIR": str(tmp_path / "s")})
+    assert config.state_dir == tmp_path / "s"

@@ -6,6 +6,7 @@ import re
 import subprocess
 
 import pytest
+import tomllib
 
 from connect_plugin.server.embedded import MIN_JAVA
 from tests.image import DOCKER_DIR, DOCKERFILE, REPO
@@ -85,3 +86,20 @@ def test_nothing_is_fetched_but_packages() -> None:
         assert not re.search(r"\b(curl|wget)\b|https?://", item.value), (
             f"line {item.line}: {item.name} downloads a file; install packages from their registry"
         )
+
+
+def test_the_image_installs_the_server_extra_from_a_whole_build_tree() -> None:
+    """The image runs the gateway and the embedded server, so it needs the server extra;
+    pip builds the package from what was copied, so every folder pyproject.toml maps
+    into the package must be copied beside it."""
+    run = " ".join(item.value for item in instructions() if item.name == "RUN")
+    assert re.search(r'pip install [^&]*"?/tmp/connect-plugin\[server\]"?', run)
+    built = {
+        source
+        for target, sources in copies().items()
+        if target.startswith("/tmp/connect-plugin")
+        for source in sources
+    }
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    needed = {"pyproject.toml", "README.md", "connect_plugin", *setuptools["package-dir"].values()}
+    assert needed <= built, f"the image's build tree lacks {sorted(needed - built)}"

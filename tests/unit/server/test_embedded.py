@@ -60,3 +60,25 @@ def test_command_binds_loopback_and_uses_this_interpreter(tmp_path: Path) -> Non
     assert f"spark.pyspark.python={sys.executable}" in command
     assert command[command.index("--properties-file") + 1] == str(tmp_path / "spark-defaults.conf")
     assert "spark.x=y" in command
+
+
+def test_a_state_folder_holds_the_warehouse_and_the_log(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    workers = tmp_path / "other-venv" / "bin" / "python"
+    server = EmbeddedSparkConnect(conf_dir=None, port=12345, state_dir=state, python=workers)
+    command = server.command()
+    assert f"spark.sql.warehouse.dir={state / 'warehouse'}" in command
+    assert f"spark.pyspark.python={workers}" in command
+    assert server.log_path == state / "logs" / "spark-connect.log"
+
+
+def test_explicit_settings_win_over_the_state_folder(tmp_path: Path) -> None:
+    server = EmbeddedSparkConnect(
+        conf_dir=None,
+        port=12345,
+        state_dir=tmp_path / "state",
+        extra_conf={"spark.sql.warehouse.dir": str(tmp_path / "wh")},
+        log_path=tmp_path / "spark.log",
+    )
+    assert f"spark.sql.warehouse.dir={tmp_path / 'wh'}" in server.command()
+    assert server.log_path == tmp_path / "spark.log"
