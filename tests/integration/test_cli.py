@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -83,25 +84,30 @@ def test_serve_local_starts_and_stops_its_own_spark(tmp_path: Path) -> None:
     port = free_port()
     cwd, state = tmp_path / "cwd", tmp_path / "state"
     cwd.mkdir()
-    args = ["serve", "--local", "--port", str(port), "--workspace", str(tmp_path / "ws")]
-    with _running([*args, "--state-dir", str(state)], tmp_path, cwd=cwd) as process:
-        assert _read_stdout_line(process, 240) == READY.format(port=port)
-        started = spark_connect_server_pids(mentioning=str(state))
-        assert len(started) == 1, started
-        session = new_session(f"sc://127.0.0.1:{port}")
-        try:
-            assert session.sql("SELECT 6 * 7 AS x").first().x == 42  # type: ignore[union-attr]
-            session.sql("CREATE TABLE kept USING parquet AS SELECT 1 AS x").collect()
-        finally:
-            session.stop()
-        _stop_and_check(process, signal.SIGINT)
-    assert list((state / "warehouse" / "kept").glob("*.parquet"))
-    assert "SparkConnectServer" in (state / "logs" / "spark-connect.log").read_text()
-    assert list(cwd.iterdir()) == []
-    deadline = time.monotonic() + 30
-    while started & spark_connect_server_pids() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not started & spark_connect_server_pids(), "the embedded JVM outlived the CLI"
+    try:
+        args = ["serve", "--local", "--port", str(port), "--workspace", str(tmp_path / "ws")]
+        with _running([*args, "--state-dir", str(state)], tmp_path, cwd=cwd) as process:
+            assert _read_stdout_line(process, 240) == READY.format(port=port)
+            started = spark_connect_server_pids(mentioning=str(state))
+            assert len(started) == 1, started
+            session = new_session(f"sc://127.0.0.1:{port}")
+            try:
+                assert session.sql("SELECT 6 * 7 AS x").first().x == 42  # type: ignore[union-attr]
+                session.sql("CREATE TABLE kept USING parquet AS SELECT 1 AS x").collect()
+            finally:
+                session.stop()
+            _stop_and_check(process, signal.SIGINT)
+        assert list((state / "warehouse" / "kept").glob("*.parquet"))
+        assert "SparkConnectServer" in (state / "logs" / "spark-connect.log").read_text()
+        assert list(cwd.iterdir()) == []
+        deadline = time.monotonic() + 30
+        while started & spark_connect_server_pids() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not started & spark_connect_server_pids(), "the embedded JVM outlived the CLI"
+    finally:
+        for pid in spark_connect_server_pids(mentioning=str(state)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_serve_local_without_java_says_so(tmp_path: Path) -> None:
