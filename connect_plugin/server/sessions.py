@@ -39,7 +39,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
-from pyspark.sql.connect.proto import CloneSessionRequest
 
 from connect_plugin.errors import InvalidSessionId
 from connect_plugin.server.session_store import (
@@ -70,10 +69,15 @@ def check_session_id(session_id: str, what: str = "session id") -> str:
 
 
 def admit_request(request: Message) -> None:
-    """Refuse a request whose session (or clone target) id is not canonical."""
+    """Refuse a request whose session (or clone target) id is not canonical.
+
+    Only CloneSession names a second session; its message exists from Spark 4.1
+    on, so the field is looked up by name rather than by the message's class.
+    """
     check_session_id(getattr(request, "session_id", ""))
-    if isinstance(request, CloneSessionRequest) and request.new_session_id:
-        check_session_id(request.new_session_id, "new session id")
+    new_session_id = getattr(request, "new_session_id", "")
+    if new_session_id:
+        check_session_id(new_session_id, "new session id")
 
 
 class Lifecycle(enum.Enum):

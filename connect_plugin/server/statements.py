@@ -231,7 +231,7 @@ class Cursor:
 
 def _tokens(text: str, *, complete: bool) -> list[Token]:
     """Spark SQL tokens of ``text``; of a cut text, the ones that are certainly whole."""
-    tokenizer = _SPARK.tokenizer()
+    tokenizer = _SPARK.tokenizer_class(dialect=_SPARK)
     try:
         tokens = list(tokenizer.tokenize(text))
     except TokenError:

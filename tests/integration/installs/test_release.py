@@ -56,7 +56,7 @@ def test_the_sdist_holds_the_sources(dists: Dists) -> None:
     with tarfile.open(dists.sdist) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     assert {"pyproject.toml", "README.md", "proto/connect_plugin/v1/relations.proto"} <= names
-    assert {f"connect_plugin/{name}" for name in DEFAULT_SETTINGS} <= names
+    assert set(DEFAULT_SETTINGS) <= names
 
 
 def test_the_sdist_installs_in_a_fresh_venv(venvs: VenvCache, dists: Dists) -> None:
