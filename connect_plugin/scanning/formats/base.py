@@ -123,6 +123,9 @@ class FileFormat:
     block_bytes: ClassVar[int] = BLOCK_BYTES
     compressible: ClassVar[bool] = True
     """Whether whole files may be compressed (not parquet, which compresses inside)."""
+    records_can_be_bad: ClassVar[bool] = False
+    """Whether a record can fail to be one at all (a json scalar is no object), so that a
+    wildcard that finds no columns must still read the records to judge them, not count them."""
 
     def __init__(self, spec: ScanSpec) -> None:
         self.spec = spec
