@@ -1,4 +1,4 @@
-"""Run every benchmark, or those named: python -m benchmarks [gateway] [loader] [temp_tables] [scan] ..."""
+"""Run every benchmark, or those named: python -m benchmarks [gateway] [loader] [temp_tables] [scan] [json_layouts] ..."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ BENCHMARKS = {
     "loader": "benchmarks.loader_bench",
     "temp_tables": "benchmarks.temp_table_bench",
     "scan": "benchmarks.scan_bench",
+    "json_layouts": "benchmarks.json_layout_bench",
 }
 
 

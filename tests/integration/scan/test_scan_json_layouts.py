@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,41 +18,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import connect_plugin
-
-RECORDS = [
-    {"id": 1, "name": "a", "items": [{"sku": "x", "n": 1}, {"sku": "y", "n": 2}]},
-    {"id": 2, "name": "b", "items": []},
-    {"id": 3, "name": "c", "items": [{"sku": "z", "n": 3}]},
-]
+from tests.json_layouts import RECORDS, WRITERS, as_array, as_documents, as_lines
 
 
-def lines(records: Sequence[Any]) -> str:
-    return "".join(json.dumps(r) + "\n" for r in records)
-
-
-def array(records: Sequence[Any]) -> str:
-    return json.dumps(list(records))
-
-
-def pretty_array(records: Sequence[Any]) -> str:
-    return json.dumps(list(records), indent=2)
-
-
-def documents(records: Sequence[Any]) -> str:
-    return "\n".join(json.dumps(r, indent=2) for r in records)
-
-
-def concatenated(records: Sequence[Any]) -> str:
-    return "".join(map(json.dumps, records))
-
-
-WRITERS: dict[str, Callable[[Sequence[Any]], str]] = {
-    "lines": lines,
-    "array": array,
-    "pretty array": pretty_array,
-    "documents": documents,
-    "concatenated": concatenated,
-}
+def folder_name(layout: str) -> str:
+    return layout.replace(", ", "_").replace(" ", "_")
 
 
 def rows(df: Any) -> list[dict[str, Any]]:
@@ -78,27 +47,27 @@ def test_each_layout_alone_with_nested_arrays_of_objects(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     for name, write in WRITERS.items():
-        folder = tmp_path / name.replace(" ", "_")
+        folder = tmp_path / folder_name(name)
         folder.mkdir()
         (folder / "data.json").write_text(write(RECORDS))
     df = connect_plugin.scan(spark, f"{tmp_path}/*/*.json", format="json", columns=["*", "dir0"])
     assert df.dtypes[:3] == [
         ("id", "bigint"), ("name", "string"), ("items", "array<struct<sku:string,n:bigint>>"),
     ]  # fmt: skip
-    found = rows(df.orderBy("dir0", "id"))
-    for name in WRITERS:
-        mine = [{k: v for k, v in r.items() if k != "dir0"} for r in found if r["dir0"] == name.replace(" ", "_")]
-        assert mine == RECORDS, name
+    by_folder: dict[str, list[dict[str, Any]]] = {}
+    for row in rows(df.orderBy("dir0", "id")):
+        by_folder.setdefault(row.pop("dir0"), []).append(row)
+    assert by_folder == {folder_name(name): RECORDS for name in WRITERS}
     counted = df.groupBy("dir0").count().collect()
-    assert {r["dir0"]: r["count"] for r in counted} == {n.replace(" ", "_"): 3 for n in WRITERS}
+    assert {r["dir0"]: r["count"] for r in counted} == {folder_name(n): 3 for n in WRITERS}
 
 
 def test_all_layouts_mixed_in_one_folder_with_drifting_schemas(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    (tmp_path / "1.json").write_text(lines([{"id": 1, "v": 1}]))
-    (tmp_path / "2.json").write_text(pretty_array([{"id": 2, "v": 2.5, "tag": "t"}]))
-    (tmp_path / "3.json").write_text(documents([{"id": 3, "m": {"k": [1, 2]}}, {"id": 4}]))
+    (tmp_path / "1.json").write_text(as_lines([{"id": 1, "v": 1}]))
+    (tmp_path / "2.json").write_text(as_array([{"id": 2, "v": 2.5, "tag": "t"}], indent=2))
+    (tmp_path / "3.json").write_text(as_documents([{"id": 3, "m": {"k": [1, 2]}}, {"id": 4}]))
     df = scan(spark, tmp_path, columns=["*", "filename"])
     assert df.dtypes == [
         ("id", "bigint"), ("v", "double"), ("tag", "string"),
@@ -149,7 +118,7 @@ def test_bad_records_of_every_layout_skipped_or_nulled(spark: SparkSession, tmp_
 
 def test_an_empty_array_and_a_file_of_scalars(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "empty.json").write_text("[ ]\n")
-    (tmp_path / "data.json").write_text(array([{"id": 7}]))
+    (tmp_path / "data.json").write_text(as_array([{"id": 7}]))
     assert rows(scan(spark, tmp_path)) == [{"id": 7}]
     assert scan(spark, tmp_path).count() == 1
     (tmp_path / "numbers.json").write_text("[1, 2]")
@@ -158,13 +127,13 @@ def test_an_empty_array_and_a_file_of_scalars(spark: SparkSession, tmp_path: Pat
 
 
 def test_the_layout_option_and_compressed_documents(spark: SparkSession, tmp_path: Path) -> None:
-    (tmp_path / "a.json").write_text(array(RECORDS))
+    (tmp_path / "a.json").write_text(as_array(RECORDS))
     with pytest.raises(PythonException, match="the record is an array, not a json object"):
         scan(spark, tmp_path, options={"json_format": "lines"}).collect()
     assert scan(spark, tmp_path, options={"json_format": "array"}).count() == 3
     packed = tmp_path / "packed"
     packed.mkdir()
-    (packed / "b.json.gz").write_bytes(gzip.compress(documents(RECORDS).encode()))
+    (packed / "b.json.gz").write_bytes(gzip.compress(as_documents(RECORDS).encode()))
     df = scan(spark, packed)
     assert rows(df.select("id", F.size("items").alias("n"))) == [
         {"id": 1, "n": 2}, {"id": 2, "n": 0}, {"id": 3, "n": 1},

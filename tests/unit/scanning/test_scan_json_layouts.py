@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,35 +19,8 @@ from connect_plugin.scanning import ScanOptions, ScanReader, ScanSpec, plan_scan
 from connect_plugin.scanning.formats import FileFormat
 from connect_plugin.scanning.formats.json import JsonFormat
 from connect_plugin.scanning.rowpath import Reject
+from tests.json_layouts import RECORDS, WRITERS, as_array, as_documents, as_lines
 from tests.unit.scanning.scan_checks import read, rows, scan, types, write_text
-
-RECORDS = [
-    {"id": 1, "name": "a", "items": [{"sku": "x", "n": 1}, {"sku": "y", "n": 2}]},
-    {"id": 2, "name": "b", "items": []},
-    {"id": 3, "name": "c", "items": [{"sku": "z", "n": 3}]},
-]
-
-
-def as_lines(records: Sequence[Any]) -> str:
-    return "".join(json.dumps(r) + "\n" for r in records)
-
-
-def as_array(records: Sequence[Any], indent: int | None = None) -> str:
-    return json.dumps(list(records), indent=indent)
-
-
-def as_documents(records: Sequence[Any], indent: int | None = 2, separator: str = "\n") -> str:
-    return separator.join(json.dumps(r, indent=indent) for r in records)
-
-
-WRITERS = {
-    "lines": as_lines,
-    "array": as_array,
-    "array, pretty": lambda records: as_array(records, indent=2),
-    "array, one per line": lambda records: "[\n" + ",\n".join(map(json.dumps, records)) + "\n]\n",
-    "documents, pretty": as_documents,
-    "documents, on one line": lambda records: as_documents(records, None, ""),
-}
 
 
 def refuse(*_: Any) -> Iterator[pa.RecordBatch]:
@@ -242,7 +215,8 @@ def test_the_option_is_checked_and_travels_as_text(tmp_path: Path) -> None:
 
 
 ANCHOR = {"a": 0, "b": "x"}
-"""A first document that ``auto`` cannot take for a line: pretty-printed, or followed on its line."""
+"""A first record that settles what ``auto`` sees: documents (pretty-printed, or followed on
+its line), or lines (alone on its line), where a first item ``[...]`` would make an array."""
 
 
 def expected_units(layout: str, items: list[Any]) -> tuple[int, int]:
@@ -286,7 +260,7 @@ def test_no_file_yields_a_row_without_columns_unless_the_projection_is_empty(
     folder = tmp_path_factory.mktemp("layouts")
     objects = bad = 0
     for number, (layout, items) in enumerate(files):
-        if layout.startswith("documents"):
+        if not layout.startswith("array"):
             items = [ANCHOR, *items]
         write_text(folder / f"{number}.json", WRITERS[layout](items))
         found_objects, found_bad = expected_units(layout, items)
