@@ -30,7 +30,7 @@ import pyarrow as pa
 from connect_plugin.errors import BadRecord
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import Decode
-from connect_plugin.scanning.formats.base import Row
+from connect_plugin.scanning.formats.base import Row, place_text
 from connect_plugin.scanning.loader import ResultSetLoader
 from connect_plugin.scanning.options import OnError
 from connect_plugin.scanning.plan import ScanPlan
@@ -57,9 +57,7 @@ class Reject:
 
     @property
     def place(self) -> str:
-        """``line 3``, or ``line 1 (byte offset 5120)`` where the byte offset is known."""
-        where = f"{self.unit} {self.line}"
-        return where if self.offset is None else f"{where} (byte offset {self.offset})"
+        return place_text(self.line, self.offset, self.unit)
 
 
 class RejectSink(Protocol):

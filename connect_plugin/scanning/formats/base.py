@@ -113,6 +113,12 @@ class Decode:
         return fields
 
 
+def place_text(line: int, offset: int | None = None, unit: str = "line") -> str:
+    """Where a record is, for messages: ``line 3``, or ``line 1 (byte offset 5120)``."""
+    where = f"{unit} {line}"
+    return where if offset is None else f"{where} (byte offset {offset})"
+
+
 class FileFormat:
     """One file format of the scan, with the reader options of one spec."""
 

@@ -40,6 +40,7 @@ from connect_plugin.scanning.formats.base import (
     FileFormat,
     FileSample,
     Row,
+    place_text,
 )
 from connect_plugin.scanning.formats.json_layout import JsonLayout, detect_layout
 from connect_plugin.scanning.formats.json_structure import (
@@ -91,8 +92,7 @@ class Place:
     offset: int | None = None
 
     def __str__(self) -> str:
-        where = f"line {self.line}"
-        return where if self.offset is None else f"{where} (byte offset {self.offset})"
+        return place_text(self.line, self.offset)
 
 
 class JsonFormat(FileFormat):
