@@ -75,8 +75,9 @@ def scan(
             object-store URL (``s3://bucket/prefix``), or a list of these.
         table: Instead of ``paths``: a temporary table of the session, else
             a catalog table stored as files; its format and schema are used.
-        format: ``json`` (one object per line), ``csv``, ``tsv``, ``parquet``
-            or ``text``; required with ``paths``.
+        format: ``json`` (objects one per line, in a top-level array, or one
+            after another, pretty-printed or not: see ``json_format``),
+            ``csv``, ``tsv``, ``parquet`` or ``text``; required with ``paths``.
         columns: The projection: table columns (matched without case),
             nested members (``m.a``), list elements (``columns[2]``), implicit
             file columns (``filename``, ``filepath``, ``fqn``, ``suffix``),
@@ -102,8 +103,10 @@ def scan(
             ``none``, ``gzip``, ``bzip2`` or ``zstd``; for json, csv, tsv and text.
         max_rows: Rows per Arrow batch at most (1 to 65536; 4096 by default).
         max_bytes: Arrow buffer bytes per batch at most (16 MiB by default).
-        options: Reader options (``header``, ``delimiter``, ``quote``,
-            ``escape``, ``nullValue``, ``multiLine``) and object-store options
+        options: Reader options (``json_format``: ``auto``, ``lines``,
+            ``array`` or ``documents`` for json; ``header``, ``delimiter``,
+            ``quote``, ``escape``, ``nullValue``, ``multiLine`` for csv/tsv)
+            and object-store options
             (``s3.endpoint``, ``s3.region``, ``s3.access_key``,
             ``s3.secret_key``, ``s3.session_token``), as text.
 

@@ -30,7 +30,7 @@ import pyarrow as pa
 from connect_plugin.errors import BadRecord
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import Decode
-from connect_plugin.scanning.formats.base import Row
+from connect_plugin.scanning.formats.base import Row, place_text
 from connect_plugin.scanning.loader import ResultSetLoader
 from connect_plugin.scanning.options import OnError
 from connect_plugin.scanning.plan import ScanPlan
@@ -52,6 +52,12 @@ class Reject:
     unit: str = "line"
     record: str | None = None
     """The record's text (a csv record's fields joined by its delimiter), where the reader has it."""
+    offset: int | None = None
+    """The record's first byte in the file, where lines say too little (json arrays, documents)."""
+
+    @property
+    def place(self) -> str:
+        return place_text(self.line, self.offset, self.unit)
 
 
 class RejectSink(Protocol):
@@ -76,18 +82,20 @@ class BadRecords:
         reason: str,
         unit: str = "line",
         record: str | None = None,
+        offset: int | None = None,
     ) -> None:
         """Record one bad record (at a line, or a row for parquet); ``fail`` raises ``BadRecord``."""
+        reject = Reject(scan_file.url, line, reason, unit, record, offset)
         if self.on_error is OnError.FAIL:
             raise BadRecord(
-                f"file {scan_file.url}, {unit} {line}: {reason}; fix the record, or scan with "
+                f"file {scan_file.url}, {reject.place}: {reason}; fix the record, or scan with "
                 "on_error='skip' to drop bad records or on_error='null' to null bad values"
             )
         self.count += 1
-        seen, first = self._per_file.get(scan_file.path, (0, f"{unit} {line}: {reason}"))
+        seen, first = self._per_file.get(scan_file.path, (0, f"{reject.place}: {reason}"))
         self._per_file[scan_file.path] = (seen + 1, first)
         if self.sink is not None:
-            self.sink.write(Reject(scan_file.url, line, reason, unit, record))
+            self.sink.write(reject)
 
     def keeps(
         self,
@@ -96,16 +104,22 @@ class BadRecords:
         reason: str,
         unit: str = "line",
         record: str | None = None,
+        offset: int | None = None,
     ) -> bool:
         """Report a record with bad values; whether it stays, with those values null."""
-        self.report(scan_file, line, reason, unit, record)
+        self.report(scan_file, line, reason, unit, record, offset)
         return self.on_error is OnError.NULL
 
     def unreadable(
-        self, scan_file: ScanFile, line: int, reason: str, record: str | None = None
+        self,
+        scan_file: ScanFile,
+        line: int,
+        reason: str,
+        record: str | None = None,
+        offset: int | None = None,
     ) -> bool:
         """Report a record that could not be read at all; whether a row of nulls stands in."""
-        self.report(scan_file, line, reason, record=record)
+        self.report(scan_file, line, reason, record=record, offset=offset)
         return self.keeps_unreadable()
 
     def keeps_unreadable(self) -> bool:

@@ -7,7 +7,8 @@ first record not yet delivered, goes through the row path (``rowpath``),
 which applies the ``on_error`` policy record by record. Parquet has no row
 path: a value that does not cast is handled in place, row by row, for the
 one batch it sits in. An empty table projection (``columns=[]``, or only
-implicit columns) decodes nothing and counts records instead.
+implicit columns) decodes nothing and counts records instead; json files
+whose projected columns are all missing are still read, to judge each record.
 
 Every batch passes ``limit_batches`` on its way out, so none has more rows
 than ``max_rows`` or more bytes than ``max_bytes``.
@@ -33,6 +34,9 @@ from connect_plugin.scanning.rowpath import BadRecords, RejectSink, row_batches
 
 log = logging.getLogger(__name__)
 
+_DATA_KINDS = frozenset({Kind.TABLE, Kind.MEMBER, Kind.ELEMENT, Kind.MISSING, Kind.RESCUED})
+"""Output columns whose values come from the records themselves."""
+
 
 class ScanReader:
     """Reads the files of a plan into batches of its output schema.
@@ -53,6 +57,26 @@ class ScanReader:
         self.decode = _decode(plan, self.schema)
         self._bad = BadRecords(plan.spec.on_error, rejects)
         self.format = plan.spec.file_format
+
+    @property
+    def counts_only(self) -> bool:
+        """Whether records are counted, not read: nothing to decode, and nothing to judge.
+
+        Where a record can fail to be one at all (a json scalar), a
+        projection that asks for data columns (the wildcard, or columns no
+        file has) still reads the records when none of them is decoded, so
+        that such records are bad records, not rows. Only a projection of
+        no data columns (``[]``, or file and partition columns alone)
+        counts them.
+        """
+        if not self.decode.is_empty:
+            return False
+        if not self.format.records_can_be_bad:
+            return True
+        wants_data = self.plan.spec.is_wildcard or any(
+            column.kind in _DATA_KINDS for column in self.plan.columns
+        )
+        return not wants_data
 
     @property
     def bad_records(self) -> int:
@@ -82,7 +106,7 @@ class ScanReader:
     def _file_batches(self, scan_file: ScanFile) -> Iterator[pa.RecordBatch]:
         constants = self.conformer.constants(scan_file)
         conform = self.conformer.conform
-        if self.decode.is_empty:
+        if self.counts_only:
             for count in self.format.count_rows(scan_file):
                 yield conform(rows_only(count), constants)
             return

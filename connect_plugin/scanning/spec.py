@@ -66,8 +66,9 @@ class ScanSpec:
     (``filename``, ``filepath``, ``fqn``, ``suffix``) and partition columns
     (``dir0``, ``dir1``, ...); ``"*"`` inside a longer list stands for the
     wildcard expansion. ``options`` are reader options, with case-insensitive
-    keys (``header``, ``delimiter``, ``quote``, ``escape``, ``nullValue``,
-    ``multiLine`` for csv/tsv; ``delimiter`` for text).
+    keys (``json_format`` for json; ``header``, ``delimiter``, ``quote``,
+    ``escape``, ``nullValue``, ``multiLine`` for csv/tsv; ``delimiter`` for
+    text).
 
     The choices may be given as their words (``on_error="skip"``); they are
     kept as the enums of ``connect_plugin.scanning.options``. ``strict=True``

@@ -1,6 +1,8 @@
 """Where a scan's files live: the local file system or any file system pyarrow.fs knows.
 
-A path without a scheme (or ``file://``) is local. ``s3://bucket/prefix``
+A path without a scheme (or ``file://``) is local; its streams are read,
+not memory-mapped, since the mapped pages of a file read from start to end
+stay in the reading process's resident memory until it closes the file. ``s3://bucket/prefix``
 reads an S3-compatible object store through ``pyarrow.fs.S3FileSystem``:
 its endpoint, region and credentials come from the scan's storage options
 (``s3.endpoint``, ``s3.region``, ``s3.access_key``, ``s3.secret_key``,
@@ -96,7 +98,7 @@ def open_storage(paths: Sequence[str], options: Mapping[str, str]) -> Storage:
             raise InvalidScanSpec(
                 f"storage options {sorted(options)} need s3:// paths; these paths are local"
             )
-        return Storage(pafs.LocalFileSystem(use_mmap=True), "")
+        return Storage(pafs.LocalFileSystem(use_mmap=False), "")
     if scheme == "s3" and options:
         arguments = {S3_OPTIONS[name]: value for name, value in options.items()}
         endpoint = arguments.get("endpoint_override", "")

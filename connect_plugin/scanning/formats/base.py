@@ -113,6 +113,12 @@ class Decode:
         return fields
 
 
+def place_text(line: int, offset: int | None = None, unit: str = "line") -> str:
+    """Where a record is, for messages: ``line 3``, or ``line 1 (byte offset 5120)``."""
+    where = f"{unit} {line}"
+    return where if offset is None else f"{where} (byte offset {offset})"
+
+
 class FileFormat:
     """One file format of the scan, with the reader options of one spec."""
 
@@ -123,6 +129,9 @@ class FileFormat:
     block_bytes: ClassVar[int] = BLOCK_BYTES
     compressible: ClassVar[bool] = True
     """Whether whole files may be compressed (not parquet, which compresses inside)."""
+    records_can_be_bad: ClassVar[bool] = False
+    """Whether a record can fail to be one at all (a json scalar is no object), so that a
+    wildcard that finds no columns must still read the records to judge them, not count them."""
 
     def __init__(self, spec: ScanSpec) -> None:
         self.spec = spec

@@ -1,4 +1,12 @@
-"""Newline-delimited json: pyarrow's json reader, and ``json.loads`` per line on the row path.
+"""Json files in any of three layouts: one object per line, a top-level array, or documents.
+
+``JsonLayout`` names the layouts and how ``auto`` picks one per file. Lines
+go to pyarrow's json reader as they are, documents with its
+``newlines_in_values``, and the elements of an array as lines cut by
+``json_structure``; the row path parses each record with ``json.loads``.
+Every layout reports a record that is not an object (a top-level scalar,
+an array element that is a number, an array among documents) as a bad
+record with its line and byte offset, never as a row without columns.
 
 Json strings stay strings when sampled: pyarrow would turn ISO dates into
 timestamps, Spark's json reader and Drill's do not, and a provided schema
@@ -7,16 +15,17 @@ changes type inside the file), the sample is read again record by record
 and the types merged by the widening rules, so that a number that becomes a
 double widens, and a real conflict names the file and both lines.
 
-Counting records counts non-blank lines in the bytes, as json readers skip
-blank lines.
+Counting records decodes nothing: lines count non-blank lines in the bytes,
+as json readers skip blank lines; arrays and documents count the values
+``json_structure`` finds between brackets and commas.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -26,18 +35,30 @@ from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning.converters import BadValue, Converter, json_converter
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats.base import (
+    HEAD_CHUNK,
     Decode,
     FileFormat,
     FileSample,
     Row,
+    place_text,
 )
-from connect_plugin.scanning.options import Format
+from connect_plugin.scanning.formats.json_layout import JsonLayout, detect_layout
+from connect_plugin.scanning.formats.json_structure import (
+    Event,
+    Region,
+    Unit,
+    count_units,
+    record_lines,
+    units,
+)
+from connect_plugin.scanning.options import Format, choice
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
     from connect_plugin.scanning.rowpath import BadRecords
+    from connect_plugin.scanning.spec import ScanSpec
 
 INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 
@@ -46,28 +67,97 @@ _BLANK_AFTER_NEWLINE = re.compile(rb"\n[ \t\r\f\v]*(?=\n)")
 
 _BLANK = b" \t\r\f\v"
 
+_NULL_LINE = re.compile(rb"\n[ \t\r]*null")
+"""A line that starts with the literal null; anchored on ``\n`` so the search skips ahead fast."""
+
 _MISSING = object()
+
+LAYOUT_OPTION = "json_format"
+"""The reader option that names the layout (DuckDB's ``format`` of ``read_json``)."""
+
+DETECT_BYTES = 64 * 1024
+"""Bytes of a file's head that ``auto`` looks at; a first line may be longer than this."""
+
+_NOT_AN_OBJECT = {
+    Region.GAP: "a top-level value that is {kind}, not an object",
+    Region.ELEMENT: "an array element that is {kind}, not an object",
+}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a record starts: its line, and its byte offset in the file where lines are long."""
+
+    line: int
+    offset: int | None = None
+
+    def __str__(self) -> str:
+        return place_text(self.line, self.offset)
 
 
 class JsonFormat(FileFormat):
     name = Format.JSON
+    option_names = frozenset({LAYOUT_OPTION})
+    records_can_be_bad = True
+
+    def __init__(self, spec: ScanSpec) -> None:
+        super().__init__(spec)
+        self.layout = choice(LAYOUT_OPTION, spec.option(LAYOUT_OPTION, "auto"), JsonLayout)
+        self._layouts: dict[str, JsonLayout] = {}
+
+    @classmethod
+    def check_option(cls, key: str, name: str, value: str) -> str:
+        return choice(f"option '{key}'", value, JsonLayout).value
+
+    def file_layout(self, scan_file: ScanFile) -> JsonLayout:
+        """The layout of one file: the option's, or what ``auto`` finds in the file's head."""
+        if self.layout is not JsonLayout.AUTO:
+            return self.layout
+        found = self._layouts.get(scan_file.path)
+        if found is None:
+            with self.open(scan_file) as handle:
+                found = detect_layout(handle.read(min(DETECT_BYTES, self.spec.sample_bytes)))
+            self._layouts[scan_file.path] = found
+        return found
+
+    def blocks(self, scan_file: ScanFile, size: int | None = None) -> Iterator[bytes]:
+        """The file's bytes in blocks of ``size`` (the parse block by default)."""
+        with self.open(scan_file) as handle:
+            while chunk := handle.read(size or self.block_bytes):
+                yield chunk
 
     def sample(self, scan_file: ScanFile) -> FileSample:
-        head, _ = self.read_head(scan_file, self.spec.sample_bytes)
+        if self.file_layout(scan_file) is JsonLayout.LINES:
+            head, _ = self.read_head(scan_file, self.spec.sample_bytes)
+            numbered = list(enumerate(head.splitlines(), start=1))
+        else:
+            head, numbered = self._sampled_records(scan_file)
         conflicts: dict[str, str] = {}
         if not head.strip():
             return FileSample(())
         try:
-            table = pa_json.read_json(
-                io.BytesIO(head),
-                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(head) + 1),
-            )
+            table = read_lines(head, pa_json.ParseOptions())
         except pa.ArrowInvalid:
-            fields = _fields_by_record(scan_file, head, conflicts)
+            fields = _fields_by_record(scan_file, numbered, conflicts)
             return FileSample(tuple(fields), conflicts)
         return FileSample(
             tuple(f.with_type(_strings_stay(normalize_type(f.type))) for f in table.schema)
         )
+
+    def _sampled_records(self, scan_file: ScanFile) -> tuple[bytes, list[tuple[int, bytes]]]:
+        """The objects of an array or documents file's head, one per line, and their lines.
+
+        Records are taken whole until ``sample_bytes`` are passed, so a
+        sample holds at least one record however long it is.
+        """
+        numbered = []
+        layout = self.file_layout(scan_file)
+        for unit in units(self.blocks(scan_file, min(HEAD_CHUNK, self.spec.sample_bytes)), layout):
+            if unit.text.startswith(b"{") and _unit_problem(unit, layout) is None:
+                numbered.append((unit.line, unit.text.replace(b"\n", b" ")))
+            if unit.offset + len(unit.text) >= self.spec.sample_bytes:
+                break
+        return b"\n".join(text for _, text in numbered), numbered
 
     def native_batches(
         self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
@@ -77,20 +167,28 @@ class JsonFormat(FileFormat):
         spelled = [f.with_name(plan.spelling(scan_file, f.name)) for f in decode.fields]
         read = pa.schema([f.with_type(json_read_type(f.type)) for f in spelled])
         watch = decode.watches_fields
-        with self.open(scan_file) as handle:
-            reader = pa_json.open_json(
-                handle,
-                read_options=pa_json.ReadOptions(block_size=self.block_bytes, use_threads=False),
-                parse_options=pa_json.ParseOptions(
-                    explicit_schema=read, unexpected_field_behavior="infer" if watch else "ignore"
-                ),
-            )
-            names = [f.name for f in decode.fields]
-            for batch in reader:
-                if watch:
-                    yield _with_leftovers(batch, names, decode, scan_file)
-                else:
-                    yield batch.rename_columns(names)
+        parse = pa_json.ParseOptions(
+            explicit_schema=read, unexpected_field_behavior="infer" if watch else "ignore"
+        )
+        names = [f.name for f in decode.fields]
+        for batch in self._parsed(scan_file, parse):
+            if watch:
+                yield _with_leftovers(batch, names, decode, scan_file)
+            else:
+                yield batch.rename_columns(names)
+
+    def _parsed(
+        self, scan_file: ScanFile, parse: pa_json.ParseOptions
+    ) -> Iterator[pa.RecordBatch]:
+        """pyarrow's batches of the file's records, a block of whole lines at a time."""
+        layout = self.file_layout(scan_file)
+        if layout is JsonLayout.LINES:
+            blocks = self.line_blocks(scan_file)
+        else:
+            blocks = record_lines(self.blocks(scan_file), layout)
+        for block in blocks:
+            if not block.isspace():
+                yield from read_lines(block, parse).to_batches()
 
     def row_records(
         self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
@@ -100,34 +198,99 @@ class JsonFormat(FileFormat):
             for f in decode.fields
         ]
         nulls = (None,) * len(decode.raw_fields)
-        record_number = -1
-        for line_number, line in enumerate(self.lines(scan_file), start=1):
-            if not line.strip():
+        for number, (place, text, problem) in enumerate(self._records(scan_file)):
+            if number < skip:
                 continue
-            record_number += 1
-            if record_number < skip:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                text = _text(line)
-                if bad.unreadable(scan_file, line_number, f"malformed json ({reason})", text):
+            record: Any = None
+            if problem is None:
+                try:
+                    record = json.loads(text)
+                except ValueError as exc:
+                    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    problem = f"malformed json ({reason})"
+            if problem is None and not isinstance(record, dict):
+                problem = f"the record is {_kind(record)}, not a json object"
+            if problem is not None:
+                if bad.unreadable(scan_file, place.line, problem, _text(text), place.offset):
                     yield nulls
                 continue
-            if not isinstance(record, dict):
-                text = _text(line)
-                if bad.unreadable(scan_file, line_number, "the record is not a json object", text):
-                    yield nulls
-                continue
-            row = _convert_record(record, columns, scan_file, line_number, bad, decode, line)
+            row = _convert_record(record, columns, scan_file, place, bad, decode, text)
             if row is not None:
                 yield row
 
+    def _records(self, scan_file: ScanFile) -> Iterator[tuple[Place, bytes, str | None]]:
+        """Each record's place and text, or what makes it no record (in the order read)."""
+        layout = self.file_layout(scan_file)
+        if layout is JsonLayout.LINES:
+            for line_number, line in enumerate(self.lines(scan_file), start=1):
+                if line.strip():
+                    yield Place(line_number), line, None
+            return
+        for unit in units(self.blocks(scan_file), layout):
+            yield Place(unit.line, unit.offset), unit.text, _unit_problem(unit, layout)
+
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
+        layout = self.file_layout(scan_file)
+        if layout is not JsonLayout.LINES:
+            yield from count_units(self.blocks(scan_file), layout)
+            return
         for block in self.line_blocks(scan_file):
             lines = block.count(b"\n") + (not block.endswith(b"\n"))
             yield lines - _blank_lines(block)
+
+
+def _unit_problem(unit: Unit, layout: JsonLayout) -> str | None:
+    """Why a unit of an array or documents file is no record; None when it may be one."""
+    if unit.region is Region.GAP:
+        if unit.text in (b"]", b"}"):
+            return "a closing bracket without its opening one; the rest of the file is unreadable"
+        return _NOT_AN_OBJECT[Region.GAP].format(kind=_kind_of_text(unit.text))
+    if unit.region is Region.ELEMENT:
+        if unit.text.startswith(b"{"):
+            return None
+        return _NOT_AN_OBJECT[Region.ELEMENT].format(kind=_kind_of_text(unit.text))
+    if layout is JsonLayout.ARRAY:
+        return (
+            "an object outside a top-level array; read the file with json_format='documents' "
+            "or 'auto'"
+        )
+    if unit.top is Event.OPEN_ARRAY:
+        return "a top-level array among documents; read the file with json_format='array' or 'auto'"
+    return None
+
+
+def _kind_of_text(text: bytes) -> str:
+    """What a value's text holds, for messages: 'a number', 'an array', ..."""
+    try:
+        return _kind(json.loads(text))
+    except ValueError:
+        return "malformed json"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return f"the literal {json.dumps(value)}"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def read_lines(block: bytes, parse: pa_json.ParseOptions) -> pa.Table:
+    """One block of whole json lines through pyarrow's reader.
+
+    pyarrow takes a line ``null`` for a row of nulls, and crashes the
+    process when such a line starts one of its chunks; a top-level null is
+    no record, so a block that has one is refused (``ArrowInvalid``) before
+    pyarrow sees it, and the row path reports it as a bad record.
+    """
+    if block.lstrip().startswith(b"null") or _NULL_LINE.search(block):
+        raise pa.ArrowInvalid("a record is the json literal null")
+    options = pa_json.ReadOptions(block_size=len(block) + 1, use_threads=False)
+    return pa_json.read_json(pa.BufferReader(block), read_options=options, parse_options=parse)
 
 
 def json_read_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -177,7 +340,7 @@ def _convert_record(
     record: dict[str, Any],
     columns: Sequence[tuple[str, str, str, Converter]],
     scan_file: ScanFile,
-    line_number: int,
+    place: Place,
     bad: BadRecords,
     decode: Decode,
     line: bytes,
@@ -203,12 +366,12 @@ def _convert_record(
     if decode.watches_fields:
         new = [str(key) for key in record if decode.leftover(str(key))]
         if new and decode.fail_on_new:
-            where = f"{scan_file.url}, line {line_number},"
+            where = f"{scan_file.url}, {place},"
             raise SchemaEvolutionError(new_columns_message(where, new, "the scan's schema"))
         for key in new:
             rescued[key] = record[key]
     if problem is not None and not bad.keeps(
-        scan_file, line_number, problem, record=_text(line)
+        scan_file, place.line, problem, record=_text(line), offset=place.offset
     ):
         return None
     if decode.rescue is not None:
@@ -250,10 +413,12 @@ def _strings_stay(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
-def _fields_by_record(scan_file: ScanFile, head: bytes, conflicts: dict[str, str]) -> list[pa.Field]:
+def _fields_by_record(
+    scan_file: ScanFile, numbered: Iterable[tuple[int, bytes]], conflicts: dict[str, str]
+) -> list[pa.Field]:
     """Column types of a sample pyarrow rejected, merged record by record with line numbers."""
     columns: dict[str, tuple[str, pa.DataType, int]] = {}
-    for number, line in enumerate(head.splitlines(), start=1):
+    for number, line in numbered:
         if not line.strip():
             continue
         try:
