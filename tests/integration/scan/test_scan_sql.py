@@ -49,7 +49,8 @@ def test_a_view_over_a_scan_is_queried_with_sql(spark: SparkSession, logs: Path)
         f"""CREATE TEMPORARY VIEW logs_view -- a comment
             USING scan OPTIONS (path '{logs}', `format` 'JSON', columns 'id, ms, dir0')"""
     )
-    assert created.columns == [] and created.collect() == []
+    assert created.columns == []
+    assert created.collect() == []
     assert spark.table("logs_view").dtypes == [("id", "bigint"), ("ms", "double"), ("dir0", "string")]
     assert rows(spark, "SELECT id, ms, dir0 FROM logs_view ORDER BY id") == [
         (1, 5.0, "2023"),
@@ -63,6 +64,17 @@ def test_the_result_is_what_spark_gives_for_a_view(spark: SparkSession, logs: Pa
     ours = spark.sql(f"CREATE TEMP VIEW ours USING scan OPTIONS (path '{logs}', format 'json')")
     spark_own = spark.sql("CREATE TEMP VIEW spark_own AS SELECT 1 AS x")
     assert (ours.columns, ours.collect()) == (spark_own.columns, spark_own.collect())
+
+
+def test_a_view_of_no_columns_counts_records_without_reading_them(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    write_lines(tmp_path / "d.json", [{"a": 1}, "{not json", {"a": 2}])
+    spark.sql(
+        f"CREATE TEMP VIEW counted USING scan OPTIONS (path '{tmp_path}', format 'json', columns '')"
+    )
+    assert spark.table("counted").columns == []
+    assert rows(spark, "SELECT count(*) FROM counted") == [(3,)]
 
 
 def test_or_replace_replaces_and_a_taken_name_is_sparks_error(
@@ -194,7 +206,7 @@ def test_the_scala_client_scans_with_sql(gateway: Gateway, logs: Path, tmp_path:
         pytest.skip(f"the Scala client needs {shell} and script(1) (a terminal for the shell)")
     script = tmp_path / "scan.scala"
     script.write_text(SCALA_SCRIPT.format(path=logs))
-    command = f"{shell} --remote {gateway.address} -I {script} < /dev/null"
+    command = f"{shell} --remote {gateway.address} < {script}"
     env = {**os.environ, "SPARK_HOME": str(spark_home), "TERM": "dumb"}
     done = subprocess.run(
         ["script", "-qfec", command, "/dev/null"],
