@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from pyspark.sql import SparkSession
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import new_session
 
-SCALA_CLIENT_TIMEOUT_S = 240
+SCALA_CLIENT_TIMEOUT_S = 180
 
 
 def write_lines(path: Path, records: list[Any]) -> Path:
@@ -208,14 +209,19 @@ def test_the_scala_client_scans_with_sql(gateway: Gateway, logs: Path, tmp_path:
     script.write_text(SCALA_SCRIPT.format(path=logs))
     command = f"{shell} --remote {gateway.address} < {script}"
     env = {**os.environ, "SPARK_HOME": str(spark_home), "TERM": "dumb"}
-    done = subprocess.run(
+    shell_process = subprocess.Popen(
         ["script", "-qfec", command, "/dev/null"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         env=env,
         cwd=tmp_path,
-        timeout=SCALA_CLIENT_TIMEOUT_S,
-        check=False,
+        start_new_session=True,
     )
-    output = done.stdout + done.stderr
+    try:
+        output, _ = shell_process.communicate(timeout=SCALA_CLIENT_TIMEOUT_S)
+    finally:
+        if shell_process.poll() is None:
+            os.killpg(shell_process.pid, signal.SIGKILL)
+            shell_process.wait()
     assert "SCAN_ROWS=1|5.0|2023,2|7.0|2023,3|2.5|2024" in output, output[-4000:]
