@@ -12,8 +12,8 @@ JSON form of a spec and prints as that value in messages.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, TypeVar
 
@@ -143,8 +143,8 @@ def column_list(option: str, text: str) -> tuple[str, ...]:
 
 SCAN_KEYS = frozenset(
     {
-        "path", "paths", "format", "columns", "schema", "strict", "evolution", "on_error",
-        "partitioning", "rescued_column", "compression", "max_rows", "max_bytes",
+        "path", "paths", "table", "format", "columns", "schema", "strict", "evolution",
+        "on_error", "partitioning", "rescued_column", "compression", "max_rows", "max_bytes",
         "sample_bytes",
     }
 )  # fmt: skip
@@ -155,13 +155,17 @@ SCAN_KEYS = frozenset(
 class ScanOptions:
     """A scan described by text options, as a SQL ``OPTIONS (...)`` clause gives them.
 
-    ``schema`` stays DDL text: only Spark parses DDL, so the caller turns it
-    into an Arrow schema before building the ``ScanSpec``. ``reader`` holds
-    the options of the format's reader, checked when the spec is built.
+    The files are ``paths`` with ``format``, or ``table`` (a temporary or
+    catalog table, whose location and format the gateway looks up:
+    ``for_table``). ``schema`` stays DDL text: only Spark parses DDL, so the
+    caller turns it into an Arrow schema before building the ``ScanSpec``.
+    ``reader`` holds the options of the format's reader and the object
+    store's, checked when the spec is built.
     """
 
-    paths: tuple[str, ...]
-    format: Format
+    paths: tuple[str, ...] = ()
+    format: Format | None = None
+    table: str | None = None
     columns: tuple[str, ...] | None = None
     schema: str | None = None
     strict: bool = False
@@ -176,19 +180,27 @@ class ScanOptions:
     reader: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> ScanOptions:
-        """Read a map of text options; keys compare without case, as Spark's do."""
+    def parse(cls, options: Mapping[str, str] | Iterable[tuple[str, str]]) -> ScanOptions:
+        """Read text options (a map, or pairs in the order written); keys compare without case.
+
+        Every error names the option: an unknown one (listing the known
+        ones), one given twice, a value that is not one the option takes.
+        """
+        pairs = options.items() if isinstance(options, Mapping) else options
         text: dict[str, str] = {}
-        for key, value in options.items():
+        for key, value in pairs:
             if not isinstance(key, str) or not isinstance(value, str):
                 raise InvalidScanSpec(f"option {key!r}: option names and values must be text")
             name = key.strip().lower()
             if name in text:
                 raise InvalidScanSpec(f"option '{key}' is given twice (names ignore case)")
             text[name] = value
-        paths = _paths(text)
-        if "format" not in text:
-            raise InvalidScanSpec("option 'format' is missing: json, csv, tsv, parquet or text")
+        paths, table = _source(text)
+        file_format = None
+        if "format" in text:
+            file_format = choice("option 'format'", text["format"], Format)
+        reader = {k: v for k, v in text.items() if k not in SCAN_KEYS}
+        _check_known(reader, file_format)
         columns = text.get("columns")
         numbers = {
             name: whole_number(f"option '{name}'", text[name])
@@ -198,7 +210,8 @@ class ScanOptions:
         evolution = text.get("evolution")
         return cls(
             paths=paths,
-            format=choice("option 'format'", text["format"], Format),
+            format=file_format,
+            table=table,
             columns=None if columns is None else _projection(column_list("option 'columns'", columns)),
             schema=text.get("schema") or None,
             strict=boolean("option 'strict'", text.get("strict", "false")),
@@ -212,15 +225,35 @@ class ScanOptions:
             max_rows=numbers.get("max_rows"),
             max_bytes=numbers.get("max_bytes"),
             sample_bytes=numbers.get("sample_bytes"),
-            reader={k: v for k, v in text.items() if k not in SCAN_KEYS},
+            reader=reader,
         )
 
+    def for_table(
+        self, location: str, file_format: Format, reader: Mapping[str, str]
+    ) -> ScanOptions:
+        """The options of a ``table`` scan once its files are known, as ``scan(table=...)`` reads.
+
+        The table's reader options come first (the scan's own win) and its
+        ``k=v`` folders are typed columns (hive partitioning).
+        """
+        return replace(
+            self,
+            paths=(location,),
+            format=file_format,
+            table=None,
+            partitioning=Partitioning.HIVE,
+            reader={**reader, **self.reader},
+        )
 
     def to_spec(self, provided_schema: pa.Schema | None = None) -> ScanSpec:
         """The ``ScanSpec``; ``provided_schema`` is ``schema`` once Spark parsed the DDL."""
         from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
         from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
 
+        if self.table is not None or self.format is None:
+            raise InvalidScanSpec(
+                f"the scan of table [{self.table}] needs the table's files first (for_table)"
+            )
         return ScanSpec(
             paths=self.paths,
             format=self.format,
@@ -239,14 +272,51 @@ class ScanOptions:
         )
 
 
-def _paths(text: Mapping[str, str]) -> tuple[str, ...]:
-    if "path" in text and "paths" in text:
-        raise InvalidScanSpec("give the files in option 'path' or option 'paths', not both")
+def _source(text: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """The paths, or the table, the options name (exactly one of the two)."""
+    given = [name for name in ("path", "paths", "table") if name in text]
+    if len(given) > 1:
+        raise InvalidScanSpec(
+            "give the files in one of option 'path', 'paths' or 'table', not "
+            + " and ".join(f"'{name}'" for name in given)
+        )
+    if not given:
+        raise InvalidScanSpec(
+            "option 'path' is missing: the files, directory or glob to scan (or option "
+            "'table': a table to scan)"
+        )
+    if "table" in text:
+        table = text["table"].strip()
+        if not table:
+            raise InvalidScanSpec("option 'table' must name a table, got ''")
+        if "format" in text:
+            raise InvalidScanSpec(
+                "option 'format' does not go with option 'table': the table's own format is read"
+            )
+        return (), table
+    if "format" not in text:
+        raise InvalidScanSpec("option 'format' is missing: json, csv, tsv, parquet or text")
     if "path" in text:
-        return (text["path"],)
-    if "paths" in text:
-        return tuple(path.strip() for path in text["paths"].split(",") if path.strip())
-    raise InvalidScanSpec("option 'path' is missing: the files, directory or glob to scan")
+        return (text["path"],), None
+    return tuple(path.strip() for path in text["paths"].split(",") if path.strip()), None
+
+
+def _check_known(reader: Mapping[str, str], file_format: Format | None) -> None:
+    """Every option that is not the scan's own is one of the format's reader or the store's."""
+    from connect_plugin.scanning.formats import format_class
+    from connect_plugin.scanning.storage import S3_OPTIONS
+
+    formats = [file_format] if file_format is not None else list(Format)
+    known = set(SCAN_KEYS) | set(S3_OPTIONS)
+    for each in formats:
+        known |= format_class(each).option_names
+    scans = "" if file_format is None else f" of {file_format} files"
+    for key in reader:
+        if key not in known:
+            raise InvalidScanSpec(
+                f"option '{key}' is not an option of a scan{scans}; the options are "
+                + ", ".join(sorted(known))
+            )
 
 
 def _projection(names: Sequence[str]) -> tuple[str, ...] | None:

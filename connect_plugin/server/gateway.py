@@ -36,6 +36,7 @@ from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.release import SessionRelease
+from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.scans import ScanHandler, Scans
 from connect_plugin.server.session_store import SqliteSessionStore
 from connect_plugin.server.sessions import SessionRegistry, admit_request
@@ -179,15 +180,17 @@ def plugin_handlers(
 ) -> HandlerRegistry:
     """Every handler of the gateway: one per plugin message, statement and guarded command."""
     tables = Tables(config, registry, workspace, upstream)
+    scans = Scans(registry, tables, upstream)
     return HandlerRegistry(
         [
             CreateTempTableHandler(TableCreator(config, registry, workspace, upstream)),
             DropTempTableHandler(tables),
             ListTempTablesHandler(tables),
             ReadTempTableHandler(tables),
-            ScanHandler(Scans(registry, tables, upstream)),
+            ScanHandler(scans),
             DropViewHandler(config, tables),
             InsertIntoHandler(tables),
+            CreateScanViewHandler(scans, tables, upstream),
             CreateTempViewHandler(tables),
             CreatePersistentViewHandler(tables),
             AlterViewHandler(tables),

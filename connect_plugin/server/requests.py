@@ -15,6 +15,7 @@ from typing import ClassVar
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
+from connect_plugin.scanning.options import ScanOptions
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,18 @@ class ScanFiles(Request):
     """A schema-on-read scan of files or of a table."""
 
     message: proto.Scan
+
+
+@dataclass(frozen=True)
+class CreateScanView(Request):
+    """CREATE [OR REPLACE] TEMPORARY VIEW name [(columns)] USING scan OPTIONS (...)."""
+
+    name: str
+    options: ScanOptions
+    or_replace: bool = False
+
+    def describe(self) -> str:
+        return f"CREATE TEMPORARY VIEW [{self.name}] USING scan"
 
 
 @dataclass(frozen=True)

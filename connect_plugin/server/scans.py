@@ -41,6 +41,7 @@ from connect_plugin.scanning.options import (
     Format,
     OnError,
     Partitioning,
+    ScanOptions,
     choice,
 )
 from connect_plugin.scanning.spark_source import (
@@ -101,6 +102,27 @@ class Scans:
     async def relation(self, session: SessionContext, message: proto.Scan) -> spark_proto.Relation:
         upstream = self._upstream.session(session)
         spec = await self._spec(upstream, session, message)
+        return await self._source(upstream, session, spec, count_rows=message.count_rows)
+
+    async def options_relation(
+        self, session: SessionContext, options: ScanOptions
+    ) -> spark_proto.Relation:
+        """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
+        upstream = self._upstream.session(session)
+        provided = None
+        if options.schema is not None:
+            provided = _arrow_schema(await _parse_ddl(upstream, options.schema))
+        if options.table is not None:
+            table = await self._table(upstream, session, options.table)
+            reader = _reader_options(table.format, table.options)
+            options = options.for_table(table.location, table.format, reader)
+            provided = provided if provided is not None else table.schema
+        return await self._source(upstream, session, options.to_spec(provided), count_rows=False)
+
+    async def _source(
+        self, upstream: UpstreamSession, session: SessionContext, spec: ScanSpec, *, count_rows: bool
+    ) -> spark_proto.Relation:
+        """``spec`` as a read of the scan data source, registered in the session first."""
         await self._register(upstream, session)
         pushdown = (await upstream.config([PUSHDOWN_CONF])).get(PUSHDOWN_CONF)
         relation = spark_proto.Relation()
@@ -109,7 +131,7 @@ class Scans:
         source.options[SPEC_OPTION] = spec.to_json()
         source.options.update(spec.secret_options())
         source.options[PUSHDOWN_OPTION] = "true" if pushdown == "true" else "false"
-        if message.count_rows:
+        if count_rows:
             source.options[COUNT_OPTION] = "true"
         return relation
 
@@ -192,12 +214,15 @@ class Scans:
             data_type = await _parse_ddl(upstream, message.schema_ddl)
         if data_type is None:
             return None
-        struct = proto_schema_to_pyspark_data_type(data_type)
-        if not isinstance(struct, StructType):
-            raise PlanError(
-                f"scan: the provided schema must be a struct, got {struct.simpleString()}"
-            )
-        return to_arrow_schema(struct)
+        return _arrow_schema(data_type)
+
+
+def _arrow_schema(data_type: spark_proto.DataType) -> pa.Schema:
+    """A provided schema Spark parsed, as Arrow; it must be a struct (a list of columns)."""
+    struct = proto_schema_to_pyspark_data_type(data_type)
+    if not isinstance(struct, StructType):
+        raise PlanError(f"scan: the provided schema must be a struct, got {struct.simpleString()}")
+    return to_arrow_schema(struct)
 
 
 def _evolution(message: proto.Scan) -> Evolution | None:

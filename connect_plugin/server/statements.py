@@ -186,9 +186,29 @@ class Cursor:
         self.at += 1
         return token.text
 
+    def parenthesized(self, what: str) -> str:
+        """The original text between ``(`` and its matching ``)``, e.g. a list of column DDL."""
+        self.expect(f"'(' before {what}", "(")
+        first = self._token(self.at)
+        depth = 1
+        while (token := self._token(self.at)) is not None:
+            self.at += 1
+            if token.token_type is TokenType.L_PAREN:
+                depth += 1
+            elif token.token_type is TokenType.R_PAREN:
+                depth -= 1
+                if depth == 0:
+                    assert first is not None
+                    return self.text[first.start : token.start]
+        raise self.error(f"expected ')' after {what}")
+
     def options(self) -> dict[str, str]:
+        return dict(self.option_pairs())
+
+    def option_pairs(self) -> list[tuple[str, str]]:
+        """``(key 'value', ...)`` as written, repeated keys included."""
         self.expect("'(' before the options", "(")
-        options: dict[str, str] = {}
+        options: list[tuple[str, str]] = []
         while True:
             token = self._token(self.at)
             if token is not None and token.token_type is TokenType.STRING:
@@ -197,7 +217,7 @@ class Cursor:
             else:
                 key = str(self.name("an option name"))
             self.accept("=")
-            options[key] = self.literal(f"a value for option [{key}]")
+            options.append((key, self.literal(f"a value for option [{key}]")))
             if not self.accept(","):
                 break
         self.expect("')' after the options", ")")

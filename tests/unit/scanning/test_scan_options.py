@@ -56,7 +56,10 @@ def test_defaults_and_the_wildcard() -> None:
         ({"path": "/d", "format": "json", "strict": "yes"}, "option 'strict' must be true or false"),
         ({"path": "/d", "format": "json", "max_rows": "many"}, "option 'max_rows' must be a whole"),
         ({"path": "/d", "format": "json", "columns": "a,,b"}, "option 'columns' has an empty name"),
-        ({"path": "/d", "paths": "/e", "format": "json"}, "'path' or option 'paths', not both"),
+        ({"path": "/d", "paths": "/e", "format": "json"}, "not 'path' and 'paths'"),
+        ({"table": "t", "path": "/e"}, "not 'path' and 'table'"),
+        ({"table": "t", "format": "csv"}, "option 'format' does not go with option 'table'"),
+        ({"path": "/d", "format": "json", "header": "true"}, "option 'header' is not an option"),
         ({"path": "/d", "PATH": "/e", "format": "json"}, "option 'PATH' is given twice"),
     ],
 )
@@ -85,5 +88,33 @@ def test_options_become_a_spec_whose_reader_options_the_format_checks() -> None:
     assert spec.evolution is Evolution.NONE
     assert spec.max_rows == 10
     assert spec.provided_schema == pa.schema([("a", pa.int64())])
-    with pytest.raises(InvalidScanSpec, match="option 'nope' is not an option of the json format"):
-        ScanOptions.parse({"path": "/d", "format": "json", "nope": "1"}).to_spec()
+    with pytest.raises(InvalidScanSpec, match="option 'multiline' must be true or false"):
+        ScanOptions.parse({"path": "/d", "format": "csv", "multiLine": "often"}).to_spec()
+
+
+def test_an_unknown_option_is_named_with_every_known_one() -> None:
+    with pytest.raises(InvalidScanSpec) as caught:
+        ScanOptions.parse({"path": "/d", "format": "json", "nope": "1"})
+    message = str(caught.value)
+    assert "option 'nope' is not an option of a scan of json files" in message
+    for known in ("path", "columns", "on_error", "json_format", "s3.endpoint"):
+        assert known in message
+
+
+def test_pairs_keep_a_repeated_option_to_refuse_it() -> None:
+    with pytest.raises(InvalidScanSpec, match="option 'Format' is given twice"):
+        ScanOptions.parse([("path", "/d"), ("format", "json"), ("Format", "csv")])
+
+
+def test_a_table_scan_takes_the_tables_files_format_and_reader_options() -> None:
+    parsed = ScanOptions.parse({"table": "t", "columns": "a", "delimiter": "|"})
+    assert (parsed.table, parsed.paths, parsed.format) == ("t", (), None)
+    with pytest.raises(InvalidScanSpec, match="table \\[t\\] needs the table's files"):
+        parsed.to_spec()
+    spec = parsed.for_table("/w/t", Format.CSV, {"header": "true", "delimiter": ";"}).to_spec()
+    assert (tuple(spec.paths), spec.format, spec.partitioning) == (
+        ("/w/t",),
+        Format.CSV,
+        Partitioning.HIVE,
+    )
+    assert dict(spec.options) == {"header": "true", "delimiter": "|"}
