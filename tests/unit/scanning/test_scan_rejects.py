@@ -169,3 +169,13 @@ def test_csv_rejects_name_the_column_and_lines_that_are_not_utf8(tmp_path: Path)
 
 def test_no_folder_no_rejects_files() -> None:
     assert RejectFiles.of(ScanSpec(["/d"], "json", on_error="reject")) is None
+
+
+def test_a_record_inside_a_json_array_is_placed_by_its_byte_offset(tmp_path: Path) -> None:
+    text = '[{"id": 1}, {"id": "x"}, {"id": 3}]'
+    write_text(tmp_path / "in" / "a.json", text)
+    spec = rejecting(tmp_path / "in", tmp_path / "rejects")
+    assert read_all(spec).column("id").to_pylist() == [1, 3]
+    (reject,) = rejects_in(tmp_path / "rejects")
+    assert (reject["line"], reject["byte_offset"]) == (1, text.index('{"id": "x"}'))
+    assert (reject["column_name"], reject["error_type"]) == ("id", "CAST")
