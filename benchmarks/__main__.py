@@ -1,6 +1,6 @@
 """Run every benchmark, or those named.
 
-    python -m benchmarks [gateway] [loader] [temp_tables] [scan] [json_layouts] [cluster]
+    python -m benchmarks [gateway] [loader] [temp_tables] [scan] [json_layouts] [rejects] [cluster]
     python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [temp_tables]
 
 ``--remote`` measures the scan and temp-table benchmarks through a running
@@ -26,6 +26,7 @@ BENCHMARKS = {
     "temp_tables": "benchmarks.temp_table_bench",
     "scan": "benchmarks.scan_bench",
     "json_layouts": "benchmarks.json_layout_bench",
+    "rejects": "benchmarks.rejects_bench",
     "cluster": "benchmarks.cluster_bench",
 }
 ON_ANY_SERVER = ("temp_tables", "scan")

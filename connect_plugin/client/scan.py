@@ -57,6 +57,7 @@ def scan(
     rescued_column: str | None = None,
     partitioning: str = "dirs",
     on_error: str = "fail",
+    rejects_table: str | None = None,
     compression: str = "auto",
     max_rows: int | None = None,
     max_bytes: int | None = None,
@@ -98,7 +99,13 @@ def scan(
         partitioning: ``dirs`` for Drill's positional ``dir0``, ``dir1``, ...
             columns, ``hive`` for typed ``key=value`` directory columns.
         on_error: What a record that cannot be read does: ``fail`` the query,
-            ``skip`` the record, or keep it with the bad values ``null``.
+            ``skip`` the record, keep it with the bad values ``null``, or
+            ``reject`` it: skip it and keep it in the rejects table.
+        rejects_table: With ``on_error="reject"``, the temp table of the
+            session that holds the rejected records (file, line,
+            byte_offset, column_name, error_type, error_message,
+            raw_record); ``reject_errors`` by default, as in DuckDB. Each
+            action refills it; another scan naming it replaces it.
         compression: ``auto`` (by extension: ``.gz``, ``.bz2``, ``.zst``),
             ``none``, ``gzip``, ``bzip2`` or ``zstd``; for json, csv, tsv and text.
         max_rows: Rows per Arrow batch at most (1 to 65536; 4096 by default).
@@ -155,6 +162,8 @@ def scan(
         message.rescued_column = rescued_column
     message.partitioning = _value(proto.Partitioning, "partitioning", partitioning, Partitioning)
     message.on_error = _value(proto.BadRecordPolicy, "on_error", on_error, OnError)
+    if rejects_table:
+        message.rejects_table = rejects_table
     message.compression = _value(proto.Compression, "compression", compression, Compression)
     message.limits.max_rows = max_rows or 0
     message.limits.max_bytes = max_bytes or 0

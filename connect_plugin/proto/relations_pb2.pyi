@@ -19,6 +19,7 @@ class BadRecordPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BAD_RECORD_POLICY_FAIL: _ClassVar[BadRecordPolicy]
     BAD_RECORD_POLICY_SKIP: _ClassVar[BadRecordPolicy]
     BAD_RECORD_POLICY_NULL: _ClassVar[BadRecordPolicy]
+    BAD_RECORD_POLICY_REJECT: _ClassVar[BadRecordPolicy]
 
 class Evolution(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -45,6 +46,7 @@ SCHEMA_POLICY_STRICT: SchemaPolicy
 BAD_RECORD_POLICY_FAIL: BadRecordPolicy
 BAD_RECORD_POLICY_SKIP: BadRecordPolicy
 BAD_RECORD_POLICY_NULL: BadRecordPolicy
+BAD_RECORD_POLICY_REJECT: BadRecordPolicy
 EVOLUTION_UNSPECIFIED: Evolution
 EVOLUTION_ADD_NEW_COLUMNS: Evolution
 EVOLUTION_FAIL_ON_NEW_COLUMNS: Evolution
@@ -114,7 +116,7 @@ class ReadTempTable(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Scan(_message.Message):
-    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression")
+    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression", "rejects_table")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +147,7 @@ class Scan(_message.Message):
     EVOLUTION_FIELD_NUMBER: _ClassVar[int]
     RESCUED_COLUMN_FIELD_NUMBER: _ClassVar[int]
     COMPRESSION_FIELD_NUMBER: _ClassVar[int]
+    REJECTS_TABLE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     files: Scan.Files
     table: str
@@ -161,7 +164,8 @@ class Scan(_message.Message):
     evolution: Evolution
     rescued_column: str
     compression: Compression
-    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ...) -> None: ...
+    rejects_table: str
+    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ..., rejects_table: _Optional[str] = ...) -> None: ...
 
 class BatchLimits(_message.Message):
     __slots__ = ("max_rows", "max_bytes")

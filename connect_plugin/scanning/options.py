@@ -53,6 +53,8 @@ class OnError(ScanChoice):
     FAIL = "fail"
     SKIP = "skip"
     NULL = "null"
+    REJECT = "reject"
+    """Skip the record and keep it in the rejects table (DuckDB's store_rejects)."""
 
 
 class Partitioning(ScanChoice):
@@ -145,7 +147,7 @@ SCAN_KEYS = frozenset(
     {
         "path", "paths", "table", "format", "columns", "schema", "strict", "evolution",
         "on_error", "partitioning", "rescued_column", "compression", "max_rows", "max_bytes",
-        "sample_bytes",
+        "sample_bytes", "rejects_table",
     }
 )  # fmt: skip
 """Option names of the scan itself; any other option is a reader option of the format."""
@@ -177,6 +179,7 @@ class ScanOptions:
     max_rows: int | None = None
     max_bytes: int | None = None
     sample_bytes: int | None = None
+    rejects_table: str | None = None
     reader: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -225,6 +228,7 @@ class ScanOptions:
             max_rows=numbers.get("max_rows"),
             max_bytes=numbers.get("max_bytes"),
             sample_bytes=numbers.get("sample_bytes"),
+            rejects_table=text.get("rejects_table") or None,
             reader=reader,
         )
 
@@ -269,6 +273,7 @@ class ScanOptions:
             max_rows=DEFAULT_MAX_ROWS if self.max_rows is None else self.max_rows,
             max_bytes=DEFAULT_MAX_BYTES if self.max_bytes is None else self.max_bytes,
             sample_bytes=DEFAULT_SAMPLE_BYTES if self.sample_bytes is None else self.sample_bytes,
+            rejects_table=self.rejects_table,
         )
 
 

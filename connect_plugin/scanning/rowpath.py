@@ -12,10 +12,10 @@ A record that cannot be read at all (malformed json, not an object) or a
 value that does not convert is a bad record, and ``BadRecords`` applies the
 scan's ``on_error`` policy: ``fail`` raises naming the file, the line and
 the column; ``skip`` drops the record; ``null`` keeps it with the bad
-values (or, for an unreadable record, every value) null. Each record it
-skips or nulls also goes, as a ``Reject``, to the reader's ``RejectSink``
-if it has one: the place a rejects table (DuckDB's ``reject_errors``) is
-written from.
+values (or, for an unreadable record, every value) null; ``reject``
+drops it as ``skip`` does. Each record it skips, nulls or rejects also
+goes, as a ``Reject``, to the reader's ``RejectSink`` if it has one: the
+place a rejects table (DuckDB's ``reject_errors``) is written from.
 """
 
 from __future__ import annotations
@@ -30,14 +30,18 @@ import pyarrow as pa
 from connect_plugin.errors import BadRecord
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import Decode
-from connect_plugin.scanning.formats.base import Row, place_text
+from connect_plugin.scanning.formats.base import RejectKind, Row, place_text
 from connect_plugin.scanning.loader import ResultSetLoader
 from connect_plugin.scanning.options import OnError
 from connect_plugin.scanning.plan import ScanPlan
 
 log = logging.getLogger(__name__)
 
-_ACTIONS = {OnError.SKIP: "skipped", OnError.NULL: "kept with null values"}
+_ACTIONS = {
+    OnError.SKIP: "skipped",
+    OnError.NULL: "kept with null values",
+    OnError.REJECT: "skipped into the rejects table",
+}
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,9 @@ class Reject:
     """The record's text (a csv record's fields joined by its delimiter), where the reader has it."""
     offset: int | None = None
     """The record's first byte in the file, where lines say too little (json arrays, documents)."""
+    kind: RejectKind = RejectKind.CAST
+    column: str | None = None
+    """The column whose value did not convert (CAST); None when the whole record is bad."""
 
     @property
     def place(self) -> str:
@@ -83,13 +90,17 @@ class BadRecords:
         unit: str = "line",
         record: str | None = None,
         offset: int | None = None,
+        *,
+        kind: RejectKind,
+        column: str | None = None,
     ) -> None:
         """Record one bad record (at a line, or a row for parquet); ``fail`` raises ``BadRecord``."""
-        reject = Reject(scan_file.url, line, reason, unit, record, offset)
+        reject = Reject(scan_file.url, line, reason, unit, record, offset, kind, column)
         if self.on_error is OnError.FAIL:
             raise BadRecord(
                 f"file {scan_file.url}, {reject.place}: {reason}; fix the record, or scan with "
-                "on_error='skip' to drop bad records or on_error='null' to null bad values"
+                "on_error='skip' to drop bad records, on_error='null' to null bad values or "
+                "on_error='reject' to keep them in a rejects table"
             )
         self.count += 1
         seen, first = self._per_file.get(scan_file.path, (0, f"{reject.place}: {reason}"))
@@ -105,9 +116,12 @@ class BadRecords:
         unit: str = "line",
         record: str | None = None,
         offset: int | None = None,
+        column: str | None = None,
     ) -> bool:
         """Report a record with bad values; whether it stays, with those values null."""
-        self.report(scan_file, line, reason, unit, record, offset)
+        self.report(
+            scan_file, line, reason, unit, record, offset, kind=RejectKind.CAST, column=column
+        )
         return self.on_error is OnError.NULL
 
     def unreadable(
@@ -119,7 +133,9 @@ class BadRecords:
         offset: int | None = None,
     ) -> bool:
         """Report a record that could not be read at all; whether a row of nulls stands in."""
-        self.report(scan_file, line, reason, record=record, offset=offset)
+        self.report(
+            scan_file, line, reason, record=record, offset=offset, kind=RejectKind.MALFORMED_RECORD
+        )
         return self.keeps_unreadable()
 
     def keeps_unreadable(self) -> bool:

@@ -154,7 +154,9 @@ class ScanReader:
                     if self.decode.rescue is not None:
                         row = self._rescued(row, exc.column, scan_file)
                         continue
-                    if not self._bad.keeps(scan_file, first + offset + 1, str(exc), unit="row"):
+                    if not self._bad.keeps(
+                        scan_file, first + offset + 1, str(exc), unit="row", column=exc.column
+                    ):
                         break
                     row = self._without(row, exc.column)
         if not kept:
@@ -167,7 +169,9 @@ class ScanReader:
         index = row.schema.get_field_index(source)
         return row.set_column(index, row.schema.field(index), pa.nulls(1, row.column(index).type))
 
-    def _rescued(self, row: pa.RecordBatch, output_name: str, scan_file: ScanFile) -> pa.RecordBatch:
+    def _rescued(
+        self, row: pa.RecordBatch, output_name: str, scan_file: ScanFile
+    ) -> pa.RecordBatch:
         """The row with the value that did not cast moved into its rescued-data column."""
         assert self.decode.rescue is not None
         source = next(c.source for c in self.plan.columns if c.name == output_name)

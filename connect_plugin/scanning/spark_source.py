@@ -13,7 +13,9 @@ Spark then calls, in Python workers:
   implements it otherwise, so the option ``pushdown`` chooses the reader
   class), ``partitions()``: contiguous runs of files balanced by bytes,
   after partition pruning;
-- ``read(partition)`` on the executors, yielding ``pyarrow.RecordBatch``es.
+- ``read(partition)`` on the executors, yielding ``pyarrow.RecordBatch``es
+  (and, for ``on_error="reject"``, writing each file's rejects to the
+  rejects folder: ``rejects``).
 
 Spark checks each batch's Arrow schema against the one it derives from the
 Spark schema (``to_arrow_schema`` with UTC timestamps), so batches are
@@ -40,6 +42,7 @@ from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files import ScanFile, file_groups
 from connect_plugin.scanning.plan import ScanPlan, plan_scan
 from connect_plugin.scanning.pruning import PartitionFilter, partition_column, prune
+from connect_plugin.scanning.rejects import RejectFiles
 from connect_plugin.scanning.scanner import ScanReader
 from connect_plugin.scanning.spark_versions import (
     FILTER_OPERATORS,
@@ -148,7 +151,9 @@ class ScanSourceReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         files = partition.files if isinstance(partition, FileGroup) else self.files
-        return ScanReader(self.plan, self.target).read(files)
+        rejects = RejectFiles.of(self.plan.spec)
+        reader = ScanReader(self.plan, self.target, rejects)
+        return reader.read(files) if rejects is None else rejects.read(reader, files)
 
 
 class RowCountReader(ScanSourceReader):

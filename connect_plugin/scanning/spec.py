@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
 import re
@@ -47,6 +48,11 @@ DEFAULT_SAMPLE_BYTES = 256 * 1024
 
 DEFAULT_RESCUED_COLUMN = "_rescued_data"
 """The rescued-data column of ``evolution="rescue"`` when none is named, as in Auto Loader."""
+
+DEFAULT_REJECTS_TABLE = "reject_errors"
+"""The temp table of ``on_error="reject"`` when none is named, as DuckDB's ``rejects_table``."""
+
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _PLAIN = (Compression.AUTO, Compression.NONE)
 
@@ -91,6 +97,10 @@ class ScanSpec:
     compression: Compression = Compression.AUTO
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """``s3.*`` options (``options`` may hold them too): secrets, kept out of JSON and repr."""
+    rejects_table: str | None = None
+    """The temp table of ``on_error="reject"`` (``reject_errors`` when not named)."""
+    rejects_folder: str | None = None
+    """Where Spark's workers write the rejects, one parquet file per file read; the gateway sets it."""
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__
@@ -115,6 +125,7 @@ class ScanSpec:
         set_field(self, "evolution", evolution)
         set_field(self, "strict", evolution is Evolution.NONE)
         set_field(self, "rescued_column", _rescued_column(self.rescued_column, evolution))
+        set_field(self, "rejects_table", _rejects_table(self.rejects_table, self.on_error))
         if not _is_int(self.max_rows) or not 1 <= self.max_rows <= MAX_ROWS_CEILING:
             raise InvalidScanSpec(
                 f"max_rows must be a whole number from 1 to {MAX_ROWS_CEILING}, "
@@ -133,6 +144,20 @@ class ScanSpec:
         """The evolution mode, never None (``__post_init__`` settles it)."""
         assert self.evolution is not None
         return self.evolution
+
+    @cached_property
+    def scan_id(self) -> str:
+        """A hash of what decides a scan's records and rejects (not batch limits nor the folder).
+
+        Reading the same scan again (another action on the same DataFrame)
+        gives the same rejects file names, so its rejects replace, not repeat,
+        the ones before.
+        """
+        data = self.to_dict()
+        del data["max_rows"], data["max_bytes"], data["rejects_folder"]
+        data["storage"] = options_digest(self.storage_options)
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     @property
     def is_wildcard(self) -> bool:
@@ -185,6 +210,8 @@ class ScanSpec:
             "sample_bytes": self.sample_bytes,
             "rescued_column": self.rescued_column,
             "compression": self.compression.value,
+            "rejects_table": self.rejects_table,
+            "rejects_folder": self.rejects_folder,
         }
 
     def to_json(self) -> str:
@@ -214,7 +241,7 @@ class ScanSpec:
         known = {
             "version", "paths", "format", "columns", "schema", "strict", "partitioning",
             "on_error", "max_rows", "max_bytes", "options", "sample_bytes", "evolution",
-            "rescued_column", "compression",
+            "rescued_column", "compression", "rejects_table", "rejects_folder",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -239,7 +266,7 @@ class ScanSpec:
     def cache_key(self) -> str:
         """What decides the table schema: the spec without its projection and batch limits."""
         data = self.to_dict()
-        del data["max_rows"], data["max_bytes"], data["columns"]
+        del data["max_rows"], data["max_bytes"], data["columns"], data["rejects_folder"]
         data["storage"] = options_digest(self.storage_options)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -264,6 +291,21 @@ def _rescued_column(value: object, evolution: Evolution) -> str | None:
     if value == "*" or "[" in value or "." in value:
         raise InvalidScanSpec(
             f"rescued_column {value!r} must be a plain name (no '*', '.', or '[')"
+        )
+    return value
+
+
+def _rejects_table(value: object, on_error: OnError) -> str | None:
+    if value is None or value == "":
+        return DEFAULT_REJECTS_TABLE if on_error is OnError.REJECT else None
+    if on_error is not OnError.REJECT:
+        raise InvalidScanSpec(
+            f"rejects_table={value!r} needs on_error='reject' (got on_error='{on_error}'); "
+            "scan with on_error='reject' to keep bad records in a table"
+        )
+    if not isinstance(value, str) or _TABLE_NAME.match(value) is None:
+        raise InvalidScanSpec(
+            f"rejects_table must be a plain table name (letters, digits, '_'), got {value!r}"
         )
     return value
 

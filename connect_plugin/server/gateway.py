@@ -35,6 +35,7 @@ from connect_plugin.server.guards import (
 from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.recovery import Recovery
+from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.scans import ScanHandler, Scans
@@ -180,10 +181,12 @@ def plugin_handlers(
 ) -> HandlerRegistry:
     """Every handler of the gateway: one per plugin message, statement and guarded command."""
     tables = Tables(config, registry, workspace, upstream)
-    scans = Scans(registry, tables, upstream)
+    creator = TableCreator(config, registry, workspace, upstream)
+    rejects = RejectsTables(creator, tables, upstream)
+    scans = Scans(registry, tables, upstream, rejects)
     return HandlerRegistry(
         [
-            CreateTempTableHandler(TableCreator(config, registry, workspace, upstream)),
+            CreateTempTableHandler(creator),
             DropTempTableHandler(tables),
             ListTempTablesHandler(tables),
             ReadTempTableHandler(tables),

@@ -25,6 +25,12 @@ _UNGROUPED = (
 )
 
 
+_DROPPING = (
+    proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP,
+    proto.BadRecordPolicy.BAD_RECORD_POLICY_REJECT,
+)
+
+
 def prune_counted_scans(request: Message) -> bool:
     """Make scans under a bare row count read no columns, and sum per-file counts.
 
@@ -34,8 +40,9 @@ def prune_counted_scans(request: Message) -> bool:
     decodes no values. When every expression is ``count(1)`` or ``count(*)``
     (aliased or not), the counts are pushed into the scan as well: it yields
     one row per file with its record count, and each expression becomes the
-    sum of those, named as before. A scan that skips bad records keeps its
-    columns, because which records are dropped depends on them. Returns
+    sum of those, named as before. A scan that skips or rejects bad records
+    keeps its columns, because which records are dropped (and rejected)
+    depends on them. Returns
     whether anything changed.
     """
     changed = False
@@ -46,7 +53,7 @@ def prune_counted_scans(request: Message) -> bool:
         counted, expressions = found
         message = proto.Scan()
         counted.extension.Unpack(message)
-        if message.on_error == proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP:
+        if message.on_error in _DROPPING:
             continue
         names = [_count_name(e) for e in expressions]
         if not message.count_rows and all(names):

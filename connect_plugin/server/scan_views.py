@@ -85,12 +85,12 @@ class CreateScanViewHandler(Handler[CreateScanView]):
                 f"[{request.name}] is a temporary table of this session; drop it with DROP "
                 f"TABLE {request.name} before using the name for a view"
             )
-        relation = await self._scans.options_relation(call.context, request.options)
+        read = await self._scans.options_read(call.context, request.options)
         command = spark_proto.Command()
         view = command.create_dataframe_view
         view.name = request.name
         view.replace = request.or_replace
-        view.input.CopyFrom(relation)
+        view.input.CopyFrom(read.relation)
         await self._upstream.session(call.context).command(command)
         return Outcome(_no_rows(request.name))
 

@@ -11,6 +11,9 @@ partition columns prune files, and replaces the ``Scan`` node by
 permanent table: its files, format and schema come from the table, and its
 ``k=v`` partition directories become typed columns.
 
+A scan with ``on_error="reject"`` gets its rejects table (``rejects``)
+when its source is built, and that table is refreshed after the query ran.
+
 Spark has no column pruning for Python data sources, so row counts over a
 scan are rewritten before dispatch into scans that decode no values
 (``scan_counts``).
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -52,6 +55,7 @@ from connect_plugin.scanning.spark_source import (
 )
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.server.handlers import Call, Handler, Outcome
+from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.requests import Name, ScanFiles
 from connect_plugin.server.scan_counts import prune_counted_scans
 from connect_plugin.server.sessions import SessionRegistry
@@ -88,25 +92,44 @@ class ScanHandler(Handler[ScanFiles]):
         return await self.execute(call, request)
 
     async def execute(self, call: Call, request: ScanFiles) -> Outcome:
-        return Outcome(await self._scans.relation(call.context, request.message))
+        read = await self._scans.read(call.context, request.message)
+        return Outcome(read.relation, read.after)
+
+
+@dataclass(frozen=True)
+class ScanRead:
+    """The read that replaces a scan, and the work to do once the query ran (or None)."""
+
+    relation: spark_proto.Relation
+    after: Callable[[], Awaitable[None]] | None = None
 
 
 class Scans:
     """Scan relations of every session, over the temp tables for ``table=`` scans."""
 
-    def __init__(self, registry: SessionRegistry, tables: Tables, upstream: Upstream) -> None:
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        tables: Tables,
+        upstream: Upstream,
+        rejects: RejectsTables,
+    ) -> None:
         self._registry = registry
         self._tables = tables
         self._upstream = upstream
+        self._rejects = rejects
 
     async def relation(self, session: SessionContext, message: proto.Scan) -> spark_proto.Relation:
+        return (await self.read(session, message)).relation
+
+    async def read(self, session: SessionContext, message: proto.Scan) -> ScanRead:
         upstream = self._upstream.session(session)
         spec = await self._spec(upstream, session, message)
         return await self._source(upstream, session, spec, count_rows=message.count_rows)
 
-    async def options_relation(
+    async def options_read(
         self, session: SessionContext, options: ScanOptions
-    ) -> spark_proto.Relation:
+    ) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
         upstream = self._upstream.session(session)
         provided = None
@@ -120,9 +143,22 @@ class Scans:
         return await self._source(upstream, session, options.to_spec(provided), count_rows=False)
 
     async def _source(
-        self, upstream: UpstreamSession, session: SessionContext, spec: ScanSpec, *, count_rows: bool
-    ) -> spark_proto.Relation:
-        """``spec`` as a read of the scan data source, registered in the session first."""
+        self,
+        upstream: UpstreamSession,
+        session: SessionContext,
+        spec: ScanSpec,
+        *,
+        count_rows: bool,
+    ) -> ScanRead:
+        """The read of the scan data source for a spec: every route to a scan ends here.
+
+        A scan that rejects records gets its rejects table here, except a
+        row count, which judges no record and leaves the table as it is.
+        """
+        after = None
+        if spec.on_error is OnError.REJECT and not count_rows:
+            spec = await self._rejects.prepare(session, spec)
+            after = self._rejects.refresher(session, spec)
         await self._register(upstream, session)
         pushdown = (await upstream.config([PUSHDOWN_CONF])).get(PUSHDOWN_CONF)
         relation = spark_proto.Relation()
@@ -133,7 +169,7 @@ class Scans:
         source.options[PUSHDOWN_OPTION] = "true" if pushdown == "true" else "false"
         if count_rows:
             source.options[COUNT_OPTION] = "true"
-        return relation
+        return ScanRead(relation, after)
 
     async def _register(self, upstream: UpstreamSession, context: SessionContext) -> None:
         """Register the scan source in the session, once (the session remembers it)."""
@@ -189,6 +225,7 @@ class Scans:
             compression=choice(
                 "compression", proto.word_of(proto.Compression, message.compression), Compression
             ),
+            rejects_table=message.rejects_table or None,
         )
 
     async def _table(

@@ -15,6 +15,7 @@ import io
 import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -111,6 +112,20 @@ class Decode:
         if self.rescue is not None:
             fields.append(pa.field(self.rescue, pa.string()))
         return fields
+
+
+class RejectKind(str, Enum):
+    """What was wrong with a rejected record: the ``error_type`` column of a rejects table."""
+
+    CAST = "CAST"
+    """A value that does not convert to its column's type."""
+    MALFORMED_RECORD = "MALFORMED RECORD"
+    """A record that is no record of the format (broken json, a json scalar)."""
+    INVALID_ENCODING = "INVALID ENCODING"
+    """A line that is not UTF-8 text (DuckDB's INVALID UNICODE)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
 
 
 def place_text(line: int, offset: int | None = None, unit: str = "line") -> str:

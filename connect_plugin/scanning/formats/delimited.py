@@ -36,6 +36,7 @@ from connect_plugin.scanning.formats.base import (
     Decode,
     FileFormat,
     FileSample,
+    RejectKind,
     Row,
 )
 from connect_plugin.scanning.options import Format
@@ -140,6 +141,7 @@ class DelimitedFormat(FileFormat):
                 continue
             values: list[Any] = []
             problem = None
+            bad_column = None
             rescued: dict[str, Any] = {}
             for name, position, convert in zip(names, positions, converters, strict=True):
                 text = fields[position] if position is not None and position < len(fields) else None
@@ -149,13 +151,17 @@ class DelimitedFormat(FileFormat):
                     values.append(None)
                     if rescue:
                         rescued[name] = text
-                    else:
-                        problem = problem or f"column '{name}': expected {exc}"
+                    elif problem is None:
+                        problem, bad_column = f"column '{name}': expected {exc}", name
             values += [fields[i] if i < len(fields) else None for i in decode.elements]
             if decode.whole_list:
                 values.append(fields)
             if problem is not None and not bad.keeps(
-                scan_file, line_number, problem, record=self.delimited.delimiter.join(fields)
+                scan_file,
+                line_number,
+                problem,
+                record=self.delimited.delimiter.join(fields),
+                column=bad_column,
             ):
                 continue
             if rescue:
@@ -394,7 +400,13 @@ def _text_lines(
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            bad.report(scan_file, number, f"the line is not UTF-8 text ({exc.reason})")
+            bad.report(
+                scan_file,
+                number,
+                f"the line is not UTF-8 text ({exc.reason})",
+                record=raw.decode("utf-8", errors="replace").rstrip("\r\n"),
+                kind=RejectKind.INVALID_ENCODING,
+            )
             yield number, None
             continue
         yield number, line.removesuffix("\n").removesuffix("\r")

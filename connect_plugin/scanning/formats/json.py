@@ -177,9 +177,7 @@ class JsonFormat(FileFormat):
             else:
                 yield batch.rename_columns(names)
 
-    def _parsed(
-        self, scan_file: ScanFile, parse: pa_json.ParseOptions
-    ) -> Iterator[pa.RecordBatch]:
+    def _parsed(self, scan_file: ScanFile, parse: pa_json.ParseOptions) -> Iterator[pa.RecordBatch]:
         """pyarrow's batches of the file's records, a block of whole lines at a time."""
         layout = self.file_layout(scan_file)
         if layout is JsonLayout.LINES:
@@ -348,6 +346,7 @@ def _convert_record(
     values = []
     folded: dict[str, Any] | None = None
     problem = None
+    bad_column = None
     rescued: dict[str, Any] = {}
     for name, spelled, key, convert in columns:
         value = record.get(spelled, _MISSING)
@@ -361,8 +360,8 @@ def _convert_record(
             values.append(None)
             if decode.rescue is not None:
                 rescued[spelled] = value
-            else:
-                problem = problem or f"column '{name}': expected {exc}"
+            elif problem is None:
+                problem, bad_column = f"column '{name}': expected {exc}", name
     if decode.watches_fields:
         new = [str(key) for key in record if decode.leftover(str(key))]
         if new and decode.fail_on_new:
@@ -371,7 +370,7 @@ def _convert_record(
         for key in new:
             rescued[key] = record[key]
     if problem is not None and not bad.keeps(
-        scan_file, place.line, problem, record=_text(line), offset=place.offset
+        scan_file, place.line, problem, record=_text(line), offset=place.offset, column=bad_column
     ):
         return None
     if decode.rescue is not None:

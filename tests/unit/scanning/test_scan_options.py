@@ -74,7 +74,7 @@ def test_choice_takes_members_words_and_aliases() -> None:
     assert choice("x", "zst", Compression) is Compression.ZSTD
     assert choice("x", "addNewColumns", Evolution) is Evolution.ADD_NEW_COLUMNS
     assert f"{OnError.SKIP}" == "skip"
-    with pytest.raises(InvalidScanSpec, match="x must be one of fail, skip, null; got 3"):
+    with pytest.raises(InvalidScanSpec, match="x must be one of fail, skip, null, reject; got 3"):
         choice("x", 3, OnError)
 
 

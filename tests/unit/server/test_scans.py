@@ -120,9 +120,10 @@ def test_other_counts_of_literals_read_no_columns_but_count_in_spark() -> None:
         lambda: aggregate(scan_plan(), F.count(F.lit(1)), F.max("a")),
         lambda: aggregate(scan_plan(), F.count(F.lit(1)), grouping=(F.col("dir0"),)),
         lambda: aggregate(scan_plan(on_error="skip"), F.count(F.lit(1))),
+        lambda: aggregate(scan_plan(on_error="reject"), F.count(F.lit(1))),
         lambda: Project(scan_plan(), [F.col("a")]),
     ],
-    ids=["count-a-column", "distinct", "other-aggregate", "grouped", "skip", "plain-select"],
+    ids=["count-a-column", "distinct", "other-aggregate", "grouped", "skip", "reject", "plain-select"],
 )
 def test_anything_else_keeps_its_columns(build: Any) -> None:
     built = request(build())

@@ -1,0 +1,103 @@
+"""The records ``on_error="reject"`` drops, written where the rejects table reads them.
+
+Spark's workers read the files of a scan in many partitions at once, and a
+task may run again (a retry, a speculative copy) or stop half way (a
+``limit``). So each source file's rejects go to a parquet file of their own,
+``<rejects_folder>/<scan_id>-<sha256 of the file's URL>.parquet``, written
+to a hidden temporary name and renamed once the source file was read to its
+end: a task that stops early writes nothing, and one that runs again
+replaces the same file with the same rows. The files are private (0600),
+as every file of the temp workspace is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.rowpath import Reject
+from connect_plugin.scanning.scanner import ScanReader
+from connect_plugin.scanning.spec import ScanSpec
+
+REJECTS_SCHEMA = pa.schema(
+    [
+        ("file", pa.string()),
+        ("line", pa.int64()),
+        ("byte_offset", pa.int64()),
+        ("column_name", pa.string()),
+        ("error_type", pa.string()),
+        ("error_message", pa.string()),
+        ("raw_record", pa.string()),
+    ]
+)
+"""The rejects table's columns (DuckDB's ``reject_errors`` has the same ideas, by these names)."""
+
+_FILE_MODE = 0o600
+
+
+class RejectFiles:
+    """A ``RejectSink`` that keeps one source file's rejects and writes them once it is read."""
+
+    def __init__(self, folder: str, scan_id: str) -> None:
+        self.folder = folder
+        self.scan_id = scan_id
+        self._rejects: list[Reject] = []
+
+    @classmethod
+    def of(cls, spec: ScanSpec) -> RejectFiles | None:
+        """The sink of a spec the gateway gave a rejects folder; None for any other scan."""
+        if spec.rejects_folder is None:
+            return None
+        return cls(spec.rejects_folder, spec.scan_id)
+
+    def write(self, reject: Reject) -> None:
+        self._rejects.append(reject)
+
+    def read(self, reader: ScanReader, files: Iterable[ScanFile]) -> Iterator[pa.RecordBatch]:
+        """The reader's batches of ``files``; each file read to its end has its rejects written.
+
+        A read that only counts records judges none, so it writes nothing
+        and leaves the rejects of earlier reads of the scan as they are.
+        """
+        for scan_file in files:
+            self._rejects = []
+            yield from reader.read_file(scan_file)
+            if not reader.counts_only:
+                self.finish(scan_file.url)
+
+    def path_of(self, url: str) -> str:
+        digest = hashlib.sha256(url.encode()).hexdigest()[:32]
+        return os.path.join(self.folder, f"{self.scan_id}-{digest}.parquet")
+
+    def finish(self, url: str) -> None:
+        """Write the rejects of the file at ``url`` (none: an empty file replaces older rows)."""
+        rejects, self._rejects = self._rejects, []
+        table = pa.table(
+            {
+                "file": [r.file for r in rejects],
+                "line": [r.line for r in rejects],
+                "byte_offset": [r.offset for r in rejects],
+                "column_name": [r.column for r in rejects],
+                "error_type": [str(r.kind) for r in rejects],
+                "error_message": [r.reason for r in rejects],
+                "raw_record": [r.record for r in rejects],
+            },
+            schema=REJECTS_SCHEMA,
+        )
+        final = self.path_of(url)
+        temporary = os.path.join(self.folder, f".{os.path.basename(final)}.{uuid.uuid4().hex}")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
+        try:
+            with os.fdopen(descriptor, "wb") as sink:
+                pq.write_table(table, sink)
+            os.replace(temporary, final)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+            raise

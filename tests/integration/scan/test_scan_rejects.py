@@ -1,0 +1,207 @@
+"""The rejects table end to end: ``on_error="reject"`` through the gateway.
+
+The stock pyspark client talks to the gateway in front of a real Spark
+Connect server; the files are many, so Spark's Python workers read them in
+several partitions at once, each writing its files' rejects.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+
+import connect_plugin
+from connect_plugin.server.gateway import Gateway
+from tests.integration.support import (
+    assert_private,
+    new_session,
+    session_folder,
+    temp_table_names,
+)
+
+FILES = 12
+
+COLUMNS = [
+    "file", "line", "byte_offset", "column_name", "error_type", "error_message", "raw_record",
+]  # fmt: skip
+
+
+def dirty_json(folder: Path) -> dict[tuple[str, int], str]:
+    """Files of four lines: two good, one with a value that is no number, one broken record.
+
+    Returns each bad record's (file name, line) and its error type.
+    """
+    folder.mkdir()
+    bad = {}
+    for n in range(FILES):
+        lines = [
+            json.dumps({"id": n * 10 + 1, "name": "a"}),
+            json.dumps({"id": "not a number", "name": "b"}),
+            json.dumps({"id": n * 10 + 3, "name": "c"}),
+            '{"id": 4, "name": ',
+        ]
+        (folder / f"part-{n:02}.json").write_text("\n".join(lines) + "\n")
+        bad[(f"part-{n:02}.json", 2)] = "CAST"
+        bad[(f"part-{n:02}.json", 4)] = "MALFORMED RECORD"
+    return bad
+
+
+def rejects_of(spark: SparkSession, table: str = "reject_errors") -> list[dict[str, Any]]:
+    rows = spark.sql(f"SELECT * FROM {table}").collect()
+    return [row.asDict() for row in rows]
+
+
+def placed(rejects: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    return {(Path(r["file"]).name, r["line"]): r["error_type"] for r in rejects}
+
+
+def test_json_cast_errors_and_malformed_records_go_to_the_rejects_table(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    bad = dirty_json(tmp_path / "json")
+    df = connect_plugin.scan(
+        spark, str(tmp_path / "json"), format="json", schema="id BIGINT, name STRING",
+        on_error="reject",
+    )  # fmt: skip
+    ids = sorted(row["id"] for row in df.collect())
+    assert ids == sorted(n * 10 + k for n in range(FILES) for k in (1, 3))
+    rejects = rejects_of(spark)
+    assert list(rejects[0]) == COLUMNS
+    assert placed(rejects) == bad
+    cast = next(r for r in rejects if r["error_type"] == "CAST")
+    assert cast["column_name"] == "id"
+    assert cast["raw_record"] == '{"id": "not a number", "name": "b"}'
+    assert "column 'id'" in cast["error_message"]
+    assert Path(cast["file"]).parent == tmp_path / "json"
+    malformed = next(r for r in rejects if r["error_type"] == "MALFORMED RECORD")
+    assert malformed["column_name"] is None
+    assert malformed["raw_record"] == '{"id": 4, "name": '
+    assert "malformed json" in malformed["error_message"]
+
+
+def test_the_same_scan_run_again_does_not_repeat_its_rejects(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    dirty_json(tmp_path / "json")
+    df = connect_plugin.scan(
+        spark, str(tmp_path / "json"), format="json", schema="id BIGINT, name STRING",
+        on_error="reject", rejects_table="again",
+    )  # fmt: skip
+    df.collect()
+    assert len(df.collect()) == 2 * FILES
+    assert len(rejects_of(spark, "again")) == 2 * FILES
+    assert df.count() == 2 * FILES
+    assert len(rejects_of(spark, "again")) == 2 * FILES
+
+
+def test_csv_rejects_in_a_named_table_filtered_or_not(spark: SparkSession, tmp_path: Path) -> None:
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    for n in range(FILES):
+        (folder / f"part-{n:02}.csv").write_text(f"id,price\n{n},1.5\n{n},cheap\n{n},2.5\n")
+    df = connect_plugin.scan(
+        spark, str(folder), format="csv", schema="id INT, price DOUBLE",
+        on_error="reject", rejects_table="bad_rows", options={"header": "true"},
+    )  # fmt: skip
+    assert df.count() == 2 * FILES
+    assert df.filter("price > 2").count() == FILES
+    rejects = rejects_of(spark, "bad_rows")
+    assert {(Path(r["file"]).name, r["line"]) for r in rejects} == {
+        (f"part-{n:02}.csv", 3) for n in range(FILES)
+    }
+    assert {(r["column_name"], r["error_type"]) for r in rejects} == {("price", "CAST")}
+    assert {r["raw_record"] for r in rejects} == {f"{n},cheap" for n in range(FILES)}
+
+
+def test_the_rejects_table_is_a_temp_table_replaced_by_a_later_scan(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    dirty_json(tmp_path / "json")
+    first = connect_plugin.scan(
+        spark, str(tmp_path / "json"), format="json", schema="id BIGINT, name STRING",
+        on_error="reject", rejects_table="replaced",
+    )  # fmt: skip
+    first.collect()
+    assert "replaced" in temp_table_names(spark)
+    assert len(rejects_of(spark, "replaced")) == 2 * FILES
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "a.json").write_text('{"id": 1}\n{"id": "two"}\n')
+    second = connect_plugin.scan(
+        spark, str(clean), format="json", schema="id BIGINT", on_error="reject",
+        rejects_table="replaced",
+    )  # fmt: skip
+    assert [row["id"] for row in second.collect()] == [1]
+    assert [(Path(r["file"]).name, r["line"]) for r in rejects_of(spark, "replaced")] == [
+        ("a.json", 2)
+    ]
+    assert temp_table_names(spark).count("replaced") == 1
+
+
+def test_a_users_own_temp_table_is_never_replaced(spark: SparkSession, tmp_path: Path) -> None:
+    spark.sql("CREATE TEMPORARY TABLE mine AS SELECT 1 AS x")
+    (tmp_path / "a.json").write_text('{"id": "x"}\n')
+    df = connect_plugin.scan(
+        spark, str(tmp_path), format="json", schema="id BIGINT", on_error="reject",
+        rejects_table="mine",
+    )  # fmt: skip
+    with pytest.raises(Exception, match=r"rejects_table \[mine\] is a temporary table"):
+        df.collect()
+    assert [tuple(r) for r in spark.sql("SELECT * FROM mine").collect()] == [(1,)]
+
+
+def test_rejects_table_without_reject_is_an_error(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"id": 1}\n')
+    df = connect_plugin.scan(
+        spark, str(tmp_path), format="json", on_error="skip", rejects_table="bad_rows"
+    )
+    with pytest.raises(Exception, match="rejects_table='bad_rows' needs on_error='reject'"):
+        df.collect()
+
+
+def test_the_rejects_table_dies_with_its_session(
+    gateway: Gateway, workspace: Path, tmp_path: Path
+) -> None:
+    dirty_json(tmp_path / "json")
+    session = new_session(gateway.address)
+    folder = session_folder(workspace, session)
+    connect_plugin.scan(
+        session, str(tmp_path / "json"), format="json", schema="id BIGINT, name STRING",
+        on_error="reject",
+    ).collect()  # fmt: skip
+    assert temp_table_names(session) == ["reject_errors"]
+    assert assert_private(folder) > FILES
+    session.stop()
+    deadline = time.monotonic() + 10
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not folder.exists()
+    other = new_session(gateway.address)
+    try:
+        with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+            other.sql("SELECT * FROM reject_errors").collect()
+    finally:
+        other.stop()
+
+
+def test_a_sql_scan_view_rejects_into_its_table_shown_after_a_refresh(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    bad = dirty_json(tmp_path / "json")
+    spark.sql(
+        f"CREATE TEMPORARY VIEW logs USING scan OPTIONS (path '{tmp_path / 'json'}', "
+        "format 'json', schema 'id BIGINT, name STRING', on_error 'reject', "
+        "rejects_table 'sql_rejects')"
+    )
+    assert rejects_of(spark, "sql_rejects") == []
+    assert spark.sql("SELECT count(*) AS n FROM logs").collect()[0]["n"] == 2 * FILES
+    spark.sql("REFRESH TABLE sql_rejects")
+    assert placed(rejects_of(spark, "sql_rejects")) == bad
+    assert "sql_rejects" in temp_table_names(spark)
+    spark.sql("DROP VIEW logs")
