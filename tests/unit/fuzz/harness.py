@@ -127,7 +127,7 @@ class Fuzzer:
         try:
             while time.monotonic() - started < self.seconds:
                 one_round()
-        except BaseException:
+        except Exception:
             stats.finds += 1
             raise
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -118,6 +119,7 @@ def test_the_cpu_limit_stops_a_hang() -> None:
         while True:
             pass
 
+    started = time.process_time()
     with pytest.raises(InputTooSlow):
         check(spin, None, ())
-    assert INPUT_CPU_SECONDS <= 1.0
+    assert INPUT_CPU_SECONDS <= time.process_time() - started < INPUT_CPU_SECONDS + 1
