@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.object_store import ObjectStore, running_object_store
+from tests.unit.fuzz.harness import summary
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 
@@ -20,12 +21,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Spark versions of the compatibility tests: the oldest and newest supported "
         "(default) or every client and server version (./dev compat)",
     )
+    parser.addoption(
+        "--fuzz-seconds",
+        type=float,
+        default=None,
+        metavar="N",
+        help="Seconds of fuzzing split between the fuzz tests (default 30)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION_DIR in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = summary(terminalreporter.config)
+    if lines:
+        terminalreporter.section("fuzzing")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

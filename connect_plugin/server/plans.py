@@ -110,27 +110,29 @@ def nesting_depth(data: bytes, descriptor: Descriptor, limit: int) -> int | None
     """How deep messages nest in ``data``; None when malformed or deeper than ``limit``.
 
     Walks the wire format with an explicit stack, following only fields the
-    schema declares as messages (bytes and strings are skipped whole).
+    schema declares as messages (bytes and strings are skipped whole). Every
+    read stays inside the message it belongs to and a nested message must fit
+    in its parent, so each byte is read once and any input ends the walk.
     """
     stack: list[tuple[Descriptor | None, int]] = [(descriptor, len(data))]
     position, deepest = 0, 1
     while stack:
         owner, end = stack[-1]
-        if position >= end:
-            if position > end:
-                return None
+        if position == end:
             stack.pop()
             continue
-        key, position = _varint(data, position)
+        key, position = _varint(data, position, end)
         wire_type, number = key & 7, key >> 3
         if wire_type == 0:
-            _, position = _varint(data, position)
+            _, position = _varint(data, position, end)
         elif wire_type == 1:
             position += 8
         elif wire_type == 5:
             position += 4
         elif wire_type == 2:
-            length, position = _varint(data, position)
+            length, position = _varint(data, position, end)
+            if position < 0 or position + length > end:
+                return None
             field = owner.fields_by_number.get(number) if owner is not None else None
             if field is not None and field.type == _TYPE_MESSAGE:
                 stack.append((field.message_type, position + length))
@@ -141,15 +143,25 @@ def nesting_depth(data: bytes, descriptor: Descriptor, limit: int) -> int | None
                 position += length
         else:
             return None
-        if position < 0:
+        if position < 0 or position > end:
             return None
     return deepest
 
 
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    """The varint at ``position`` and the position after it; -1 past the end."""
+_MAX_VARINT_BYTES = 10
+
+
+def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
+    """The varint at ``position``, read no further than ``end``, and the position after it.
+
+    The position is -1 when the varint runs past ``end`` or is longer than
+    the 10 bytes of a 64-bit value.
+    """
+    if position < 0:
+        return 0, -1
     value, shift = 0, 0
-    while position < len(data):
+    stop = min(end, position + _MAX_VARINT_BYTES)
+    while position < stop:
         byte = data[position]
         position += 1
         value |= (byte & 0x7F) << shift

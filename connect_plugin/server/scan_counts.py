@@ -15,7 +15,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
 from connect_plugin.scanning.spark_source import COUNT_COLUMN
-from connect_plugin.server.plans import type_name_of, walk_relations
+from connect_plugin.server.plans import type_name_of, unpack, walk_relations
 from connect_plugin.server.upstream import quote_identifier
 
 _SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
@@ -40,10 +40,8 @@ def prune_counted_scans(request: Message) -> bool:
     decodes no values. When every expression is ``count(1)`` or ``count(*)``
     (aliased or not), the counts are pushed into the scan as well: it yields
     one row per file with its record count, and each expression becomes the
-    sum of those, named as before. A scan that skips or rejects bad records
-    keeps its columns, because which records are dropped (and rejected)
-    depends on them. Returns
-    whether anything changed.
+        message = unpack(counted.extension, proto.Scan)
+        if message is None or message.on_error in _DROPPING:
     """
     changed = False
     for relation in walk_relations(request):
@@ -51,9 +49,8 @@ def prune_counted_scans(request: Message) -> bool:
         if found is None:
             continue
         counted, expressions = found
-        message = proto.Scan()
-        counted.extension.Unpack(message)
-        if message.on_error in _DROPPING:
+        message = unpack(counted.extension, proto.Scan)
+        if message is None or message.on_error in _DROPPING:
             continue
         names = [_count_name(e) for e in expressions]
         if not message.count_rows and all(names):
