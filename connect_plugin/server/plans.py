@@ -249,6 +249,29 @@ def extensions(message: Message) -> list[Extension]:
     return found
 
 
+def plan_nodes(message: Message) -> Iterator[Message]:
+    """Every Relation, Expression and Command in ``message``'s tree, parents first.
+
+    Only fields that can lead to one are followed, so literals, schemas and
+    the data of local relations are never visited.
+    """
+    pending = [message]
+    while pending:
+        current = pending.pop()
+        if current.DESCRIPTOR in _HOLDER_KINDS:
+            yield current
+        paths = _paths(current.DESCRIPTOR)  # type: ignore[arg-type]
+        for field, value in current.ListFields():
+            if field not in paths:
+                continue
+            if not field.is_repeated:
+                pending.append(value)
+            elif field.message_type.GetOptions().map_entry:
+                pending.extend(value.values())
+            else:
+                pending.extend(value)
+
+
 def walk_relations(message: Message) -> Iterator[spark_proto.Relation]:
     """Every Spark ``Relation`` inside ``message``, parents before their inputs."""
     pending = [message]
