@@ -12,7 +12,8 @@ literal of ``EXECUTE IMMEDIATE``, wherever a SQL relation or command sits in
 a plan. Each is refused with ``SettingProtected`` naming the key.
 
 Most SQL never comes near a protected key: a text is tokenized only when a
-plain search finds a protected key, the workspace root or ``RESET`` in it;
+plain search finds a protected key, the workspace root, ``RESET`` or
+``IMMEDIATE`` (whose literal may be pieced together: 'SET a' '=b') in it;
 long texts are tokenized on a worker thread. Reading a protected setting
 (``SET k`` without a value, ``spark.conf.get``) stays allowed.
 """
@@ -59,7 +60,8 @@ class ConfigGuard:
         self._roots = tuple(dict.fromkeys(str(p) for p in (root, root.resolve())))
         words = [re.escape(k) for k in (*PROTECTED_KEYS, *PROTECTED_PREFIXES)]
         words += [re.escape(r) for r in self._roots]
-        self._suspect = re.compile("|".join((*words, r"\breset\b")), re.IGNORECASE)
+        words += (r"\breset\b", r"\bimmediate\b")
+        self._suspect = re.compile("|".join(words), re.IGNORECASE)
 
     def check_config(self, request: spark_proto.ConfigRequest) -> None:
         """A Config RPC that sets or unsets a protected key."""
@@ -116,9 +118,7 @@ class ConfigGuard:
                     )
                 self._check_setting(key, "")
             elif word in ("EXECUTE", "IMMEDIATE"):
-                literal = tokens[at + 1] if at + 1 < len(tokens) else None
-                if literal is not None and literal.token_type is TokenType.STRING:
-                    self.check_sql(literal.text, nesting + 1)
+                self.check_sql(_literal(tokens, at + 1), nesting + 1)
 
     def _check_setting(self, key: str, value: str) -> None:
         reason = _protection(key)
@@ -160,6 +160,16 @@ def _tokens(text: str) -> list[Token]:
         return list(tokenizer.tokenize(text))
     except TokenError:
         return list(tokenizer.tokens)
+
+
+def _literal(tokens: list[Token], start: int) -> str:
+    """The string literal starting at ``start``; Spark joins adjacent literals ('a' 'b')."""
+    parts = []
+    for token in tokens[start:]:
+        if token.token_type is not TokenType.STRING:
+            break
+        parts.append(token.text)
+    return "".join(parts)
 
 
 def _assignment(text: str, tokens: list[Token], start: int) -> tuple[str, str | None]:
