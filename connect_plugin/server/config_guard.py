@@ -21,7 +21,6 @@ long texts are tokenized on a worker thread. Reading a protected setting
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -58,10 +57,13 @@ class ConfigGuard:
     def __init__(self, workspace: Path) -> None:
         root = Path(workspace).absolute()
         self._roots = tuple(dict.fromkeys(str(p) for p in (root, root.resolve())))
-        words = [re.escape(k) for k in (*PROTECTED_KEYS, *PROTECTED_PREFIXES)]
-        words += [re.escape(r) for r in self._roots]
-        words += (r"\breset\b", r"\bimmediate\b")
-        self._suspect = re.compile("|".join(words), re.IGNORECASE)
+        words = (*PROTECTED_KEYS, *PROTECTED_PREFIXES, *self._roots, "reset", "immediate")
+        self._words = tuple(dict.fromkeys(w.lower() for w in words))
+
+    def _suspect(self, text: str) -> bool:
+        """Whether ``text`` may change a protected setting (plain substring search)."""
+        lowered = text.lower()
+        return any(word in lowered for word in self._words)
 
     def check_config(self, request: spark_proto.ConfigRequest) -> None:
         """A Config RPC that sets or unsets a protected key."""
@@ -77,7 +79,7 @@ class ConfigGuard:
     async def check_plan(self, request: Message) -> None:
         """Every SQL text inside the request's plan nodes."""
         for text in self.sql_texts(request):
-            if not self._suspect.search(text):
+            if not self._suspect(text):
                 continue
             if len(text) > INLINE_CHARS:
                 await asyncio.to_thread(self.check_sql, text)
@@ -99,7 +101,7 @@ class ConfigGuard:
         sqlglot keeps the rest of an ``EXECUTE`` statement as one string
         token (``IMMEDIATE 'literal' ...``), which is looked into the same way.
         """
-        if nesting > MAX_NESTING or not self._suspect.search(text):
+        if nesting > MAX_NESTING or not self._suspect(text):
             return
         tokens = _tokens(text)
         for at, token in enumerate(tokens):
