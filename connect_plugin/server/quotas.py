@@ -56,7 +56,7 @@ class Quotas:
 
     def check_clone(self, source: Session) -> None:
         """Before a session with temp tables is cloned (the clone holds tables too)."""
-        self._check_sessions(source.user_id, None, f"session [{source.session_id}] clone")
+        self._check_sessions(source.user_id, None, f"the clone of session [{source.session_id}]")
         limit = self._config.quota_tables_per_session
         if limit and len(source.tables) > limit:
             raise QuotaExceeded(
