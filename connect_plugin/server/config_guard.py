@@ -89,7 +89,7 @@ class ConfigGuard:
     @staticmethod
     def sql_texts(request: Message) -> Iterator[str]:
         """The SQL of every SQL relation and SQL command in ``request``."""
-        for node in plan_nodes(request):
+        for node in plan_nodes(request, spark_proto.Relation, spark_proto.Command):
             if isinstance(node, spark_proto.Relation) and node.WhichOneof("rel_type") == "sql":
                 yield node.sql.query
             elif isinstance(node, spark_proto.Command) and node.sql_command.sql:
