@@ -79,6 +79,12 @@ class Config:
     session_sweep_interval_s: float = 60.0
     """How often idle sessions are expired, sessions the upstream lost are detected, and
     activity is written to the session registry."""
+    quota_sessions_per_user: int = 16
+    """How many sessions holding temporary tables one user may have; 0: no limit."""
+    quota_tables_per_session: int = 100
+    """How many temporary tables one session may hold; 0: no limit."""
+    quota_bytes_per_session: int = 10 * 1024**3
+    """How many bytes of temporary table files one session may hold; 0: no limit."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -105,6 +111,13 @@ class Config:
             raise ConfigError(
                 f"session_sweep_interval_s {self.session_sweep_interval_s!r} must be positive"
             )
+        for quota in (
+            "quota_sessions_per_user",
+            "quota_tables_per_session",
+            "quota_bytes_per_session",
+        ):
+            if getattr(self, quota) < 0:
+                raise ConfigError(f"{quota} {getattr(self, quota)!r} must be 0 (no limit) or more")
         if not self.temp_workspace_name.isidentifier():
             raise ConfigError(
                 f"temp_workspace_name {self.temp_workspace_name!r} must be a plain identifier"

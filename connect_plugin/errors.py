@@ -156,3 +156,15 @@ class SchemaEvolutionError(ScanError):
 
 class BadRecord(ScanError):
     """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""
+
+
+class SettingProtected(ConnectPluginError):
+    """A client tried to change a session setting the gateway relies on."""
+
+
+class QuotaExceeded(ConnectPluginError):
+    """A user's session, temp table or bytes would go over a configured quota."""
+
+
+class RegistryInUse(RegistryError):
+    """Another gateway holds the lock of the session registry this one was given."""

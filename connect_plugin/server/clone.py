@@ -17,6 +17,7 @@ import uuid
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConnectPluginError, TempTableError, WorkspaceError
+from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.release import SessionRelease, to_the_end
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.upstream import SessionContext, Upstream
@@ -35,11 +36,13 @@ class Cloner:
         workspace: Workspace,
         upstream: Upstream,
         release: SessionRelease,
+        quotas: Quotas,
     ) -> None:
         self._registry = registry
         self._workspace = workspace
         self._upstream = upstream
         self._release = release
+        self._quotas = quotas
 
     async def clone(
         self, context: SessionContext, request: spark_proto.CloneSessionRequest
@@ -51,6 +54,7 @@ class Cloner:
         if not request.new_session_id:
             request.new_session_id = str(uuid.uuid4())
         async with self._registry.statement(context.user_id, context.session_id):
+            self._quotas.check_clone(source)
             response = await self._upstream.session(context).clone_session(request)
             clone = SessionContext(response.new_session_id, context.user_context, context.metadata)
             try:

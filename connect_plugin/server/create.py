@@ -33,6 +33,7 @@ from connect_plugin.errors import (
 from connect_plugin.server import results
 from connect_plugin.server.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.plans import deep_messages
+from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.release import to_the_end
 from connect_plugin.server.requests import CreateTempTable
 from connect_plugin.server.session_store import TempTable
@@ -64,6 +65,7 @@ class TableCreator:
         self._registry = registry
         self._workspace = workspace
         self._upstream = upstream
+        self._quotas = Quotas(config, registry)
 
     async def create(
         self, context: SessionContext, request: CreateTempTable, progress: ProgressSink
@@ -103,6 +105,7 @@ class TableCreator:
             raise TempTableExists(
                 self._exists_message(name) + "; drop it first or use CREATE OR REPLACE"
             )
+        self._quotas.check_new_table(session, name, existing)
         fmt = await self._format(upstream, request.format, name)
         source = await self._shaped_input(upstream, request, name)
         written = _check_shape(source.schema, request.partition_columns, fmt, name)
@@ -137,6 +140,7 @@ class TableCreator:
             )
             del session.writes[operation_id]
             self._workspace.secure(table.location)
+            self._quotas.check_written(session, table, existing)
             viewing = True
             await create_view(upstream, table, replace=taken)
         except BaseException:

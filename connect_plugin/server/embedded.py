@@ -26,6 +26,7 @@ import grpc
 
 from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
 from connect_plugin.extras import SERVER_INSTALL
+from connect_plugin.server.private_files import open_private
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,11 @@ class EmbeddedSparkConnect:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        output = (
+            os.fdopen(open_private(self.log_path, os.O_WRONLY | os.O_APPEND), "ab")
+            if self.log_path
+            else subprocess.DEVNULL
+        )
         try:
             self._process = subprocess.Popen(
                 self.command(),

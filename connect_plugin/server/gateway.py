@@ -34,6 +34,7 @@ from connect_plugin.server.guards import (
 )
 from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
+from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.release import SessionRelease
@@ -97,7 +98,7 @@ class Gateway:
         self._channel = upstream_channel(config)
         upstream = Upstream(self._channel)
         workspace = Workspace(config.workspace)
-        self._workspace_lock = workspace.lock()
+        self._workspace_lock = workspace.lock(config.registry_path)
         store = SqliteSessionStore(
             config.registry_path or workspace.private_folder / REGISTRY_FILE
         )
@@ -110,7 +111,7 @@ class Gateway:
             registry,
             upstream,
             plugin_handlers(config, registry, workspace, upstream),
-            Cloner(registry, workspace, upstream, release),
+            Cloner(registry, workspace, upstream, release, Quotas(config, registry)),
             release,
         )
         self.watch = SessionWatch(config, registry, upstream, release)

@@ -27,6 +27,7 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.config import Config
 from connect_plugin.errors import NotSupportedYet
 from connect_plugin.server.clone import Cloner
+from connect_plugin.server.config_guard import ConfigGuard
 from connect_plugin.server.dispatch import Dispatcher, SqlSite
 from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
@@ -66,6 +67,7 @@ class PluginHandlers:
         self._cloner = cloner
         self._release = release
         self._dispatch = Dispatcher(config, handlers, self._has_tables)
+        self._guard = ConfigGuard(config.workspace)
 
     def _has_tables(self, user_id: str, session_id: str) -> bool:
         session = self._sessions.find(user_id, session_id)
@@ -81,7 +83,25 @@ class PluginHandlers:
             ReleaseExecute=self.release_execute,
             ReattachExecute=self.reattach_execute,
         )
-        return hooks
+        guarded = {name: self._guarded(hooks[name]) for name in plan_methods}
+        return {**hooks, **guarded, "Config": self.config_rpc}
+
+    def _guarded(self, hook: Any) -> Any:
+        """``hook`` after the config guard looked at the request's SQL."""
+
+        async def guarded(method: str, request: Any, context: Any) -> Interception | None:
+            await self._guard.check_plan(request)
+            result: Interception | None = await hook(method, request, context)
+            return result
+
+        return guarded
+
+    async def config_rpc(
+        self, method: str, request: spark_proto.ConfigRequest, context: Any
+    ) -> Interception | None:
+        """Settings the gateway relies on cannot be set or unset."""
+        self._guard.check_config(request)
+        return None
 
     async def refuse_plugin_messages(
         self, method: str, request: Any, context: Any

@@ -39,8 +39,10 @@ _HOLDER_KINDS: dict[object, str] = {
     spark_proto.Expression.DESCRIPTOR: "expression",
     spark_proto.Command.DESCRIPTOR: "command",
 }
-_PATHS: dict[object, frozenset[object]] = {}
-"""Per message type, the fields that can lead to an extension holder (computed once)."""
+_PATHS: dict[tuple[frozenset[object], object], frozenset[object]] = {}
+"""Per set of target types and message type, the fields that can lead to a target
+(computed once)."""
+_HOLDERS = frozenset(_HOLDER_KINDS)
 M = TypeVar("M", bound=Message)
 
 
@@ -205,10 +207,10 @@ def _children(message: Message) -> Iterator[Message]:
             yield value
 
 
-def _paths(descriptor: Descriptor) -> frozenset[object]:
+def _paths(descriptor: Descriptor, targets: frozenset[object] = _HOLDERS) -> frozenset[object]:
     """The message fields of ``descriptor`` through which a Relation, Expression or Command
     can be reached; a walk skips every other field (literals, types, options...)."""
-    found = _PATHS.get(descriptor)
+    found = _PATHS.get((targets, descriptor))
     if found is not None:
         return found
     reaches: dict[object, bool] = {}
@@ -222,7 +224,7 @@ def _paths(descriptor: Descriptor) -> frozenset[object]:
         graph[current] = fields
         pending.extend(f.message_type for f in fields if f.message_type not in graph)
     for kind in graph:
-        reaches[kind] = kind in _HOLDER_KINDS
+        reaches[kind] = kind in targets
     changed = True
     while changed:
         changed = False
@@ -230,8 +232,8 @@ def _paths(descriptor: Descriptor) -> frozenset[object]:
             if not reaches[kind] and any(reaches[f.message_type] for f in fields):
                 reaches[kind] = changed = True
     for kind, fields in graph.items():
-        _PATHS.setdefault(kind, frozenset(f for f in fields if reaches[f.message_type]))
-    return _PATHS[descriptor]
+        _PATHS.setdefault((targets, kind), frozenset(f for f in fields if reaches[f.message_type]))
+    return _PATHS[(targets, descriptor)]
 
 
 def extensions(message: Message) -> list[Extension]:
@@ -259,6 +261,32 @@ def extensions(message: Message) -> list[Extension]:
         children.reverse()
         pending.extend(children)
     return found
+
+
+def plan_nodes(message: Message, *kinds: type[Message]) -> Iterator[Message]:
+    """Every message of the types ``kinds`` in ``message``'s tree (by default Relation,
+    Expression and Command).
+
+    Only fields that can lead to one are followed, so literals, schemas and
+    the data of local relations are never visited (nor expressions, when no
+    expression can hold one of ``kinds``).
+    """
+    targets = frozenset(k.DESCRIPTOR for k in kinds) if kinds else _HOLDERS
+    pending = [message]
+    while pending:
+        current = pending.pop()
+        if current.DESCRIPTOR in targets:
+            yield current
+        paths = _paths(current.DESCRIPTOR, targets)  # type: ignore[arg-type]
+        for field, value in current.ListFields():
+            if field not in paths:
+                continue
+            if not field.is_repeated:
+                pending.append(value)
+            elif field.message_type.GetOptions().map_entry:
+                pending.extend(value.values())
+            else:
+                pending.extend(value)
 
 
 def walk_relations(message: Message) -> Iterator[spark_proto.Relation]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from connect_plugin.errors import RegistryError
+from connect_plugin.server.private_files import secure_sqlite
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 5_000
@@ -173,6 +174,7 @@ class SqliteSessionStore:
         self._guard = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            secure_sqlite(self.path)
             self._db = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False
             )

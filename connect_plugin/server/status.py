@@ -65,6 +65,22 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.SettingProtected,
+        _Mapping(
+            grpc.StatusCode.PERMISSION_DENIED,
+            "org.apache.spark.SparkException",
+            "CONNECT_PLUGIN.SETTING_PROTECTED",
+        ),
+    ),
+    (
+        errors.QuotaExceeded,
+        _Mapping(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "org.apache.spark.SparkException",
+            "CONNECT_PLUGIN.QUOTA_EXCEEDED",
+        ),
+    ),
+    (
         errors.TempTableExists,
         _Mapping(
             grpc.StatusCode.ALREADY_EXISTS,

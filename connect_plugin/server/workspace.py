@@ -13,22 +13,20 @@ listing of sessions or tables ever returns.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import logging
 import os
 import shutil
 import stat
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-from connect_plugin.errors import WorkspaceError, WorkspaceInUse
+from connect_plugin.errors import RegistryInUse, WorkspaceError, WorkspaceInUse
+from connect_plugin.server.private_files import FILE_MODE, FOLDER_MODE, FileLock, private_folder
 
 log = logging.getLogger(__name__)
 
-FOLDER_MODE = 0o700
-FILE_MODE = 0o600
 PRIVATE_DIR = ".connect-plugin"
 LOCK_FILE = "gateway.lock"
 REGISTRY_FILE = "registry.sqlite3"
@@ -55,47 +53,53 @@ def _is_uuid(name: str) -> bool:
 
 
 class WorkspaceLock:
-    """An exclusive ``flock`` on ``<root>/.connect-plugin/gateway.lock``, held while open.
+    """An exclusive lock on ``<root>/.connect-plugin/gateway.lock``, held while open.
 
-    The kernel drops it when the process dies, however it dies, so a gateway
-    restarted after SIGKILL takes it over at once. The file holds the pid of
-    the holder, for the error message of a second gateway.
+    A registry kept outside the workspace (``registry_path``) gets its own
+    ``<registry>.lock`` too, so two gateways with different workspaces still
+    never share one registry. Lock files hold the holder's pid, for the
+    error message of a second gateway.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, registry: Path | None = None) -> None:
         self.root = root
         self.path = root / PRIVATE_DIR / LOCK_FILE
-        try:
-            self.path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-        except OSError as exc:
-            raise WorkspaceError(
-                f"cannot create the lock file [{self.path}]: {exc.strerror}; check that the "
-                "workspace root exists and the gateway may write to it"
-            ) from exc
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = self._holder()
-            self.release()
-            raise WorkspaceInUse(
-                f"the workspace [{root}] is in use by another gateway"
-                + (f" (pid {holder})" if holder else "")
-                + "; stop that gateway or give this one its own --workspace"
-            ) from None
-        os.ftruncate(self._fd, 0)
-        os.write(self._fd, f"{os.getpid()}\n".encode())
+        private_folder(root)
+        private_folder(root / PRIVATE_DIR)
+        self._locks = [FileLock(self.path, self._workspace_in_use)]
+        if registry is not None and not _inside(registry, root):
+            try:
+                registry.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+                self._locks.append(FileLock(Path(f"{registry}.lock"), _registry_in_use(registry)))
+            except BaseException:
+                self.release()
+                raise
 
-    def _holder(self) -> str:
-        assert self._fd is not None
-        with contextlib.suppress(OSError):
-            return os.pread(self._fd, 32, 0).decode(errors="replace").strip()
-        return ""
+    def _workspace_in_use(self, holder: str) -> WorkspaceInUse:
+        return WorkspaceInUse(
+            f"the workspace [{self.root}] is in use by another gateway"
+            + (f" (pid {holder})" if holder else "")
+            + "; stop that gateway or give this one its own --workspace"
+        )
 
     def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        for lock in reversed(self._locks):
+            lock.release()
+
+
+def _registry_in_use(registry: Path) -> Callable[[str], RegistryInUse]:
+    def in_use(holder: str) -> RegistryInUse:
+        return RegistryInUse(
+            f"the session registry [{registry}] is in use by another gateway"
+            + (f" (pid {holder})" if holder else "")
+            + "; stop that gateway or give this one its own registry_path"
+        )
+
+    return in_use
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return Path(path).absolute().is_relative_to(Path(root).absolute())
 
 
 class Workspace:
@@ -109,9 +113,12 @@ class Workspace:
         """The gateway's own files: registry, lock."""
         return self.root / PRIVATE_DIR
 
-    def lock(self) -> WorkspaceLock:
-        """Claim the workspace for this gateway; ``WorkspaceInUse`` when another has it."""
-        return WorkspaceLock(self.root)
+    def lock(self, registry: Path | None = None) -> WorkspaceLock:
+        """Claim the workspace (and a registry kept elsewhere) for this gateway.
+
+        ``WorkspaceInUse`` or ``RegistryInUse`` when another gateway has it.
+        """
+        return WorkspaceLock(self.root, registry)
 
     def session_ids(self) -> list[str]:
         """The session folders present, by session id (dot-names and strays left out)."""

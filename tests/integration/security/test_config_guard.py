@@ -1,0 +1,83 @@
+"""Settings the gateway relies on cannot be changed through it, by any route a client has."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+from pyspark.sql.connect import plan
+from pyspark.sql.connect.dataframe import DataFrame
+
+from connect_plugin.server.gateway import Gateway
+
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+COMMIT = "spark.sql.sources.commitProtocolClass"
+SCAN_OPTION = "spark.datasource.connect_plugin_scan.spec"
+
+
+def _nested_sql(spark: SparkSession, query: str) -> None:
+    """``query`` as a SQL relation inside a union, not at the plan's root."""
+    sql = DataFrame(plan.SQL(query), spark)
+    spark.range(1).selectExpr("CAST(id AS STRING) AS key", "'' AS value").union(sql).collect()
+
+
+ROUTES: dict[str, Callable[[SparkSession], object]] = {
+    "conf.set": lambda s: s.conf.set(PUSHDOWN, "false"),
+    "conf.unset": lambda s: s.conf.unset(COMMIT),
+    "conf.set data source": lambda s: s.conf.set(SCAN_OPTION, "{}"),
+    "SET": lambda s: s.sql(f"SET {PUSHDOWN}=false"),
+    "SET backticks": lambda s: s.sql(f"SET `{COMMIT}` = my.Protocol"),
+    "RESET key": lambda s: s.sql(f"RESET {PUSHDOWN}"),
+    "bare RESET": lambda s: s.sql("RESET"),
+    "second statement": lambda s: s.sql(f"SET spark.sql.shuffle.partitions=3; SET {PUSHDOWN}=0"),
+    "compound block": lambda s: s.sql(f"BEGIN SELECT 1; SET {PUSHDOWN} = false; END"),
+    "compound RESET": lambda s: s.sql("BEGIN RESET; END"),
+    "EXECUTE IMMEDIATE": lambda s: s.sql(f"EXECUTE IMMEDIATE 'SET {PUSHDOWN}=false'"),
+    "SQL inside a plan": lambda s: _nested_sql(s, f"SET {PUSHDOWN}=false"),
+    "SQL inside an analysed plan": lambda s: DataFrame(plan.SQL("RESET"), s).schema,
+}
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+def test_protected_settings_cannot_be_changed(spark: SparkSession, route: str) -> None:
+    before = {key: spark.conf.get(key, None) for key in (PUSHDOWN, COMMIT)}
+    with pytest.raises(PySparkException, match=r"CONNECT_PLUGIN\.SETTING_PROTECTED") as refused:
+        ROUTES[route](spark)
+    message = str(refused.value)
+    assert "RESET key" in message or "README" in message, message
+    assert {key: spark.conf.get(key, None) for key in (PUSHDOWN, COMMIT)} == before
+
+
+def test_the_error_names_the_key_and_is_permission_denied(spark: SparkSession) -> None:
+    with pytest.raises(PySparkException, match=rf"\[{PUSHDOWN}\]") as refused:
+        spark.conf.set(PUSHDOWN, "false")
+    assert refused.value.getGrpcStatusCode().name == "PERMISSION_DENIED"  # type: ignore[attr-defined]
+
+
+def test_builder_config_of_a_protected_key_is_refused(gateway: Gateway) -> None:
+    builder = SparkSession.builder.remote(gateway.address).config(PUSHDOWN, "false")
+    with pytest.raises(PySparkException, match=rf"SETTING_PROTECTED.*\[{PUSHDOWN}\]"):
+        builder.create()
+
+
+def test_values_naming_the_workspace_are_refused(spark: SparkSession, workspace: Path) -> None:
+    with pytest.raises(PySparkException, match=r"\[spark\.my\.location\].*workspace"):
+        spark.conf.set("spark.my.location", f"{workspace}/elsewhere")
+    with pytest.raises(PySparkException, match="SETTING_PROTECTED"):
+        spark.sql(f"SET spark.my.location={workspace}")
+    assert spark.conf.get("spark.my.location", None) is None
+
+
+def test_reads_and_other_settings_pass(spark: SparkSession) -> None:
+    spark.conf.get(PUSHDOWN, None)
+    assert spark.sql(f"SET {PUSHDOWN}").collect()[0]["key"] == PUSHDOWN
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    spark.sql("SET spark.sql.shuffle.partitions=5").collect()
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "5"
+    spark.sql("RESET spark.sql.shuffle.partitions").collect()
+    spark.conf.unset("spark.sql.shuffle.partitions")
+    row = spark.sql(f"SELECT '{PUSHDOWN}' AS k, 'RESET' AS reset_word -- RESET").collect()[0]
+    assert row["k"] == PUSHDOWN

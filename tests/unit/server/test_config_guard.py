@@ -1,0 +1,142 @@
+"""ConfigGuard: which SQL texts, Config requests and plans change a protected setting."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin.errors import SettingProtected
+from connect_plugin.server.config_guard import ConfigGuard
+
+ROOT = Path("/srv/gateway-workspace")
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+@pytest.fixture
+def guard() -> ConfigGuard:
+    return ConfigGuard(ROOT)
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        (f"SET {PUSHDOWN}=false", PUSHDOWN),
+        (f"set `{PUSHDOWN}` = false", PUSHDOWN),
+        (f"/* x */ SET {PUSHDOWN.upper()} = false", PUSHDOWN.upper()),
+        ("SET spark.sql.sources.commitProtocolClass=my.Protocol", "commitProtocolClass"),
+        ("SET spark.sql.sources.outputCommitterClass=my.Committer", "outputCommitterClass"),
+        ("SET spark.datasource.connect_plugin_scan.spec={}", "connect_plugin_scan.spec"),
+        (f"RESET {PUSHDOWN}", PUSHDOWN),
+        ("RESET", "RESET without a key"),
+        ("reset ;", "RESET without a key"),
+        ("SET spark.sql.shuffle.partitions=3; RESET", "RESET without a key"),
+        (f"SELECT 1; SET {PUSHDOWN}=false", PUSHDOWN),
+        (f"BEGIN DECLARE x INT; SET {PUSHDOWN} = false; END", PUSHDOWN),
+        ("BEGIN SELECT 1; RESET; END", "RESET without a key"),
+        (f"EXECUTE IMMEDIATE 'SET {PUSHDOWN}=false'", PUSHDOWN),
+        ("BEGIN EXECUTE IMMEDIATE 'RESET'; END", "RESET without a key"),
+        (f"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE \\'RESET {PUSHDOWN}\\''", PUSHDOWN),
+        ("EXECUTE IMMEDIATE 'SET spark.sql.python.' 'filterPushdown.enabled=false'", PUSHDOWN),
+        (f"SET spark.my.path={ROOT}/elsewhere", str(ROOT)),
+        (f"SET spark.my.path='{ROOT}'", str(ROOT)),
+        (f"SET {PUSHDOWN}='unterminated", PUSHDOWN),
+    ],
+)
+def test_changes_of_protected_settings_are_refused(
+    guard: ConfigGuard, sql: str, named: str
+) -> None:
+    with pytest.raises(SettingProtected, match=named.replace("$", r"\$")) as refused:
+        guard.check_sql(sql)
+    assert "README" in str(refused.value) or "RESET key" in str(refused.value) or (
+        "folder of your own" in str(refused.value)
+    )
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        f"SET {PUSHDOWN}",
+        "SET",
+        "SET -v",
+        "SET spark.sql.shuffle.partitions=3",
+        "RESET spark.sql.shuffle.partitions",
+        f"SELECT '{PUSHDOWN}' AS k -- SET {PUSHDOWN}=false",
+        f"SELECT 'SET {PUSHDOWN}=false', 'RESET'",
+        "SELECT 1 AS reset_count",
+        "SELECT `reset` FROM t",
+        "EXECUTE IMMEDIATE 'SELECT 1 AS reset_x'",
+        f"SELECT '{ROOT}' AS where_it_is",
+    ],
+)
+def test_reads_and_other_settings_pass(guard: ConfigGuard, sql: str) -> None:
+    guard.check_sql(sql)
+
+
+def _config(**operation: spark_proto.ConfigRequest.Operation) -> spark_proto.ConfigRequest:
+    return spark_proto.ConfigRequest(session_id="s", operation=operation["op"])
+
+
+def test_config_set_and_unset_of_protected_keys_are_refused(guard: ConfigGuard) -> None:
+    pairs = [spark_proto.KeyValue(key="spark.a", value="1"), spark_proto.KeyValue(key=PUSHDOWN)]
+    setting = spark_proto.ConfigRequest.Operation(set=spark_proto.ConfigRequest.Set(pairs=pairs))
+    with pytest.raises(SettingProtected, match=PUSHDOWN):
+        guard.check_config(_config(op=setting))
+    unset = spark_proto.ConfigRequest.Operation(
+        unset=spark_proto.ConfigRequest.Unset(keys=["spark.sql.sources.commitProtocolClass"])
+    )
+    with pytest.raises(SettingProtected, match="commitProtocolClass"):
+        guard.check_config(_config(op=unset))
+    rooted = spark_proto.ConfigRequest.Operation(
+        set=spark_proto.ConfigRequest.Set(
+            pairs=[spark_proto.KeyValue(key="spark.a", value=f"file://{ROOT}/x")]
+        )
+    )
+    with pytest.raises(SettingProtected, match=r"\[spark\.a\]"):
+        guard.check_config(_config(op=rooted))
+
+
+def test_config_reads_and_other_keys_pass(guard: ConfigGuard) -> None:
+    get = spark_proto.ConfigRequest.Operation(get=spark_proto.ConfigRequest.Get(keys=[PUSHDOWN]))
+    guard.check_config(_config(op=get))
+    setting = spark_proto.ConfigRequest.Operation(
+        set=spark_proto.ConfigRequest.Set(pairs=[spark_proto.KeyValue(key="spark.a", value="1")])
+    )
+    guard.check_config(_config(op=setting))
+
+
+def _nested_sql_plan(query: str) -> spark_proto.ExecutePlanRequest:
+    inner = spark_proto.Relation()
+    inner.sql.query = query
+    relation = spark_proto.Relation()
+    relation.set_op.left_input.range.end = 1
+    relation.set_op.right_input.project.input.CopyFrom(inner)
+    request = spark_proto.ExecutePlanRequest(session_id="s")
+    request.plan.root.CopyFrom(relation)
+    return request
+
+
+def test_sql_deep_inside_a_plan_is_found(guard: ConfigGuard) -> None:
+    with pytest.raises(SettingProtected, match=PUSHDOWN):
+        asyncio.run(guard.check_plan(_nested_sql_plan(f"SET {PUSHDOWN}=false")))
+    asyncio.run(guard.check_plan(_nested_sql_plan("SELECT 1")))
+    command = spark_proto.ExecutePlanRequest(session_id="s")
+    command.plan.command.sql_command.input.sql.query = "RESET"
+    with pytest.raises(SettingProtected, match="RESET"):
+        asyncio.run(guard.check_plan(command))
+
+
+def test_long_sql_is_checked_too(guard: ConfigGuard) -> None:
+    padding = "SELECT 1 AS x UNION ALL " * 50_000
+    with pytest.raises(SettingProtected, match=PUSHDOWN):
+        asyncio.run(guard.check_plan(_nested_sql_plan(f"{padding}SELECT 2; SET {PUSHDOWN}=false")))
+
+
+def test_sql_texts_skip_literals_and_local_data(guard: ConfigGuard) -> None:
+    request = _nested_sql_plan("SELECT 1")
+    local = request.plan.root.set_op.left_input
+    local.local_relation.data = f"SET {PUSHDOWN}=false".encode()
+    assert list(ConfigGuard.sql_texts(request)) == ["SELECT 1"]
