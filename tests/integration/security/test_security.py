@@ -6,7 +6,9 @@ the README's "Security" section.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -274,3 +276,48 @@ def test_no_log_holds_a_token(
     assert logs
     assert not [secret for secret in SECRETS if secret in logs]
     assert UPSTREAM_TOKEN not in secure_gateway.address
+
+
+def test_another_user_cloning_a_session_id_finds_no_session_to_clone(
+    secure_gateway: Gateway, alice: SparkSession, unique_name: str
+) -> None:
+    alice.sql(f"CREATE TEMPORARY TABLE {unique_name} AS SELECT 'secret' AS s")
+    bob = client(secure_gateway, BOB_TOKEN, session_id=alice.client._session_id)
+    try:
+        with pytest.raises(grpc.RpcError, match="SESSION_NOT_FOUND"):
+            bob.cloneSession()
+    finally:
+        bob.stop()
+    assert secure_gateway.sessions is not None
+    assert secure_gateway.sessions.find("bob", alice.client._session_id) is None
+    assert alice.sql(f"SELECT s FROM {unique_name}").collect()[0]["s"] == "secret"
+
+
+def test_idle_expiry_and_restart_work_against_the_protected_spark(
+    protected_upstream: Protected, pki: Pki, tokens_file: Path, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    config = gateway_config(protected_upstream, pki, tokens_file, workspace)
+    first = serve(config)
+    try:
+        kept = client(first, ALICE_TOKEN)
+        kept.sql("CREATE TEMPORARY TABLE kept AS SELECT 1 AS x")
+        session_id = kept.client._session_id
+    finally:
+        first.stop()
+    restarted = serve(
+        dataclasses.replace(
+            config, session_idle_timeout_s=2.0, session_sweep_interval_s=0.5
+        )
+    )
+    try:
+        again = client(restarted, ALICE_SECOND_TOKEN, session_id=session_id)
+        assert again.sql("SELECT x FROM kept").collect()[0]["x"] == 1
+        assert restarted.sessions is not None
+        deadline = time.monotonic() + 20
+        while restarted.sessions.find("alice", session_id) is not None:
+            assert time.monotonic() < deadline, "the idle session was never expired"
+            time.sleep(0.25)
+        assert not (workspace / session_id).exists()
+    finally:
+        restarted.stop()
