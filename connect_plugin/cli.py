@@ -46,6 +46,20 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--upstream", help="front an existing server, e.g. sc://spark:15002")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help=f"port to listen on (default {SPARK_DEFAULT_PORT}; 0 = any free)")
+    serve.add_argument("--tls-cert", dest="tls_cert_file", type=Path, help="PEM certificate: serve TLS")
+    serve.add_argument("--tls-key", dest="tls_key_file", type=Path, help="PEM private key of --tls-cert")
+    serve.add_argument(
+        "--tls-client-ca", dest="tls_client_ca_file", type=Path, help="require client certificates of this CA"
+    )
+    serve.add_argument(
+        "--auth-tokens", dest="auth_tokens_file", type=Path, help="file of 'user_id token' lines (mode 600)"
+    )
+    serve.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        default=None,
+        help="serve a non-loopback address without --auth-tokens",
+    )
 
     commands.add_parser(
         "demo", parents=[common], help="start the embedded stack on free ports, run a short session, stop"
@@ -72,8 +86,14 @@ def _serve(config: Config) -> int:
         log.info("received %s, stopping", signal.Signals(signum).name)
         stop.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     stack = Stack(config)
+
+    def on_hangup(signum: int, frame: FrameType | None) -> None:
+        if stack.gateway is not None:
+            stack.gateway.reload_tokens()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
         stack.start()
         assert stack.gateway is not None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from connect_plugin.errors import ConfigError
+from connect_plugin.upstream_url import UpstreamUrl, parse_upstream
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,7 +52,8 @@ class Config:
 
     host: str = "127.0.0.1"
     port: int = SPARK_DEFAULT_PORT
-    upstream: str | None = None
+    upstream: str | None = dataclasses.field(default=None, repr=False)
+    """``sc://host:port/;params``; its ``token`` is a secret, never shown (see ``upstream_url``)."""
     local: bool = False
     workspace: Path = dataclasses.field(default_factory=default_workspace)
     state_dir: Path = dataclasses.field(default_factory=default_state_dir)
@@ -85,15 +87,28 @@ class Config:
     """How many temporary tables one session may hold; 0: no limit."""
     quota_bytes_per_session: int = 10 * 1024**3
     """How many bytes of temporary table files one session may hold; 0: no limit."""
+    tls_cert_file: Path | None = None
+    """PEM certificate (chain) the gateway serves TLS with; needs ``tls_key_file``."""
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    """PEM CA certificates; when set, every client must present a certificate they signed."""
+    auth_tokens_file: Path | None = None
+    """``user_id token`` per line: every RPC must carry one of the tokens (see ``server.auth``)."""
+    allow_unauthenticated: bool = False
+    """Serve a non-loopback address without ``auth_tokens_file`` (anyone reaching it is anyone)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port {self.port} is outside 0..65535")
         if self.local and self.upstream:
             raise ConfigError("choose either local (embedded Spark) or upstream, not both")
-        if self.upstream is not None and not self.upstream.startswith("sc://"):
+        if self.upstream is not None:
+            parse_upstream(self.upstream)
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ConfigError("TLS needs both tls_cert_file and tls_key_file (--tls-cert, --tls-key)")
+        if self.tls_client_ca_file is not None and self.tls_cert_file is None:
             raise ConfigError(
-                f"upstream {self.upstream!r} must be a Spark Connect URL such as sc://host:15002"
+                "tls_client_ca_file needs TLS: set tls_cert_file and tls_key_file as well"
             )
         if self.temp_table_format.lower() not in TEMP_TABLE_FORMATS:
             raise ConfigError(
@@ -124,13 +139,16 @@ class Config:
             )
 
     @property
-    def upstream_target(self) -> str:
-        """``host:port`` of the upstream, as a gRPC channel target."""
+    def upstream_url(self) -> UpstreamUrl:
+        """The parsed upstream URL."""
         if self.upstream is None:
             raise ConfigError("no upstream set: pass --upstream sc://host:port or --local")
-        rest = self.upstream.removeprefix("sc://").split("/", 1)[0]
-        host, _, port = rest.partition(":")
-        return f"{host}:{port or SPARK_DEFAULT_PORT}"
+        return parse_upstream(self.upstream)
+
+    @property
+    def upstream_target(self) -> str:
+        """``host:port`` of the upstream, as a gRPC channel target."""
+        return self.upstream_url.target
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}

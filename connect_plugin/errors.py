@@ -46,6 +46,10 @@ class UpstreamFailed(ConnectPluginError):
         return str(self)
 
 
+class Unauthenticated(ConnectPluginError):
+    """A call without a valid bearer token for a gateway that requires one."""
+
+
 class InvalidSessionId(ConnectPluginError):
     """A request names its session with an id that is not a canonical UUID."""
 

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from connect_plugin.config import Config
+from connect_plugin.upstream_url import UpstreamUrl
 
 KEEPALIVE_TIME_MS = 60_000
 KEEPALIVE_TIMEOUT_MS = 20_000
@@ -39,16 +40,39 @@ def server_options(config: Config) -> list[tuple[str, Any]]:
     ]
 
 
+def upstream_credentials(url: UpstreamUrl) -> grpc.ChannelCredentials | None:
+    """The upstream channel's credentials, chosen as pyspark chooses them; None: plaintext.
+
+    ``use_ssl=true`` means TLS (roots from ``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`` or gRPC's
+    own); a ``token`` alone means TLS too, except to a loopback host, where gRPC's local
+    credentials carry it unencrypted. The token goes as ``authorization: Bearer``
+    on every call the channel makes, the gateway's own included.
+    """
+    if not url.secure:
+        return None
+    if not url.use_ssl and url.loopback:
+        credentials = grpc.local_channel_credentials()
+    else:
+        credentials = grpc.ssl_channel_credentials()
+    if url.token is not None:
+        credentials = grpc.composite_channel_credentials(
+            credentials, grpc.access_token_call_credentials(url.token)
+        )
+    return credentials
+
+
 def upstream_channel(config: Config) -> grpc.aio.Channel:
     """The channel to the upstream Spark Connect server, pinging as pyspark does."""
-    return grpc.aio.insecure_channel(
-        config.upstream_target,
-        options=[
-            *_size_options(config),
-            ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
-            ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
-            ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.initial_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
-            ("grpc.max_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
-        ],
-    )
+    url = config.upstream_url
+    options: list[tuple[str, Any]] = [
+        *_size_options(config),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.initial_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
+        ("grpc.max_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
+    ]
+    credentials = upstream_credentials(url)
+    if credentials is None:
+        return grpc.aio.insecure_channel(url.target, options=options)
+    return grpc.aio.secure_channel(url.target, credentials, options=options)

@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
-from connect_plugin.errors import ConnectPluginError
+from connect_plugin.errors import ConnectPluginError, PlanError
 from connect_plugin.server.plans import decode as decode_request
 from connect_plugin.server.status import abort_with, relay
 
@@ -32,7 +32,11 @@ log = logging.getLogger(__name__)
 SERVICE = base_pb2.DESCRIPTOR.services_by_name["SparkConnectService"]
 SERVICE_NAME = SERVICE.full_name
 
-_HOP_BY_HOP_METADATA = frozenset(("user-agent", "te", "content-type", "grpc-accept-encoding"))
+_HOP_BY_HOP_METADATA = frozenset(
+    ("user-agent", "te", "content-type", "grpc-accept-encoding", "authorization")
+)
+"""Never forwarded: the transport's own headers, and the client's credentials for the gateway
+(the upstream's, if any, come from the gateway's channel)."""
 _UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
 """Methods whose responses may name a server-side session other than the request's own."""
 
@@ -84,6 +88,12 @@ Admission = Callable[[Message], None]
 """Called with every decoded request before anything else sees it; raises a
 ``ConnectPluginError`` to refuse it."""
 
+Authentication = Callable[[Sequence[tuple[str, "str | bytes"]]], str]
+"""Called with a call's metadata before its request is read; returns the caller's user id
+or raises ``Unauthenticated``."""
+
+UNDECODABLE = "the request cannot be decoded as a Spark Connect message"
+
 
 def plan_methods() -> tuple[str, ...]:
     """The service methods whose requests can hold a plan (and so plugin messages)."""
@@ -130,11 +140,13 @@ class Forwarder:
         hooks: Mapping[str, RequestHook] | None = None,
         observer: CallObserver[Any] | None = None,
         admit: Admission | None = None,
+        authenticate: Authentication | None = None,
     ):
         self._channel = channel
         self._hooks = dict(hooks or {})
         self._observer = observer
         self._admit = admit
+        self._authenticate = authenticate
         self.calls: collections.Counter[str] = collections.Counter()
         self._responses: dict[str, type[Message]] = {}
 
@@ -146,9 +158,10 @@ class Forwarder:
         path = f"/{SERVICE_NAME}/{method.name}"
         decode: type[Message] | None = None
         watched = self._observer is not None
-        checked = watched or self._admit is not None
+        checked = watched or self._admit is not None or self._authenticate is not None
         if (method.name in self._hooks or checked) and not method.client_streaming:
             decode = _message_class(method.input_type)
+        chunk_type = _message_class(method.input_type) if method.client_streaming else None
         if (
             watched
             and method.name not in _UNCHECKED_RESPONSES
@@ -167,23 +180,43 @@ class Forwarder:
             if method.client_streaming:
                 return grpc.stream_stream_rpc_method_handler(forward_stream)
             return grpc.unary_stream_rpc_method_handler(forward_stream)
-        forward = self._single(method.name, make_call, decode)
+        forward = self._single(method.name, make_call, decode, chunk_type)
         if method.client_streaming:
             return grpc.stream_unary_rpc_method_handler(forward)
         return grpc.unary_unary_rpc_method_handler(forward)
 
+    async def _identify(self, context: Any) -> str | None:
+        """The authenticated user of the call (None: the gateway authenticates no one).
+
+        A call without a valid token ends here, before its request is read.
+        """
+        if self._authenticate is None:
+            return None
+        try:
+            return self._authenticate(context.invocation_metadata() or ())
+        except ConnectPluginError as exc:
+            log.info("refused an unauthenticated call: %s", exc)
+            await abort_with(exc, context)
+
     async def _begin(
         self, decode: type[Message] | None, request: Any, context: Any
-    ) -> tuple[Message | None, Any]:
-        """The decoded request (None if not decoded) and the session the observer tracks.
+    ) -> tuple[Message | None, Any, str | None]:
+        """The decoded request (None if not decoded), the session the observer tracks and the
+        authenticated user (None: no authentication).
 
-        A request the admission refuses ends here, with its status.
+        The request's user becomes the authenticated user, if any. A call
+        without a valid token, or the admission refuses, ends here.
         """
+        user = await self._identify(context)
         if decode is None:
-            return None, None
+            return None, None, user
         message = decode_request(decode, request)
         if message is None:
-            return None, None  # the upstream says what is wrong with it (or that it is too deep)
+            if user is not None:
+                await abort_with(PlanError(UNDECODABLE), context)
+            return None, None, user  # the upstream says what is wrong with it (or that it is too deep)
+        if user is not None:
+            _assign_user(message, user)
         if self._admit is not None:
             try:
                 self._admit(message)
@@ -191,7 +224,7 @@ class Forwarder:
                 log.info("refused a request: %s", exc)
                 await abort_with(exc, context)
         key = None if self._observer is None else self._observer.begin(message)
-        return message, key
+        return message, key, user
 
     def _end(self, key: Any) -> None:
         if key is not None and self._observer is not None:
@@ -245,13 +278,29 @@ class Forwarder:
             context.set_trailing_metadata(tuple(trailing))
 
     def _single(
-        self, name: str, upstream: Callable[..., Any], decode: type[Message] | None
+        self,
+        name: str,
+        upstream: Callable[..., Any],
+        decode: type[Message] | None,
+        chunk_type: type[Message] | None,
     ) -> Callable[[Any, Any], Awaitable[bytes]]:
         """Forwarder for RPCs with one response; the request is bytes or a stream of them."""
 
         async def forward(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
-            message, key = await self._begin(decode, request, context)
+            message, key, user = await self._begin(decode, request, context)
+            if chunk_type is not None and user is not None:
+                chunks = _ReassignedChunks(request, chunk_type, user)
+                try:
+                    return await forward_call(chunks, None, key, context)
+                except asyncio.CancelledError:
+                    if chunks.undecodable:
+                        await abort_with(PlanError(UNDECODABLE), context)
+                    raise
+                except grpc.RpcError:
+                    if chunks.undecodable:
+                        await abort_with(PlanError(UNDECODABLE), context)
+                    raise
             try:
                 return await forward_call(request, message, key, context)
             finally:
@@ -261,6 +310,8 @@ class Forwarder:
             request: Any, message: Message | None, key: Any, context: Any
         ) -> bytes:
             handling = await self._inspect(name, message, context)
+            if self._authenticate is not None and message is not None:
+                request = message.SerializeToString()
             if handling is not None:
                 if handling.answer is not None:
                     return handling.answer.SerializeToString()
@@ -294,7 +345,7 @@ class Forwarder:
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            message, key = await self._begin(decode, request, context)
+            message, key, _user = await self._begin(decode, request, context)
             try:
                 async for response in forward_call(request, message, key, context):
                     yield response
@@ -305,6 +356,8 @@ class Forwarder:
             request: Any, message: Message | None, key: Any, context: Any
         ) -> AsyncIterator[bytes]:
             handling = await self._inspect(name, message, context)
+            if self._authenticate is not None and message is not None:
+                request = message.SerializeToString()
             if handling is not None:
                 if handling.prepare is not None:
                     try:
@@ -340,6 +393,38 @@ class Forwarder:
                     call.cancel()
 
         return forward
+
+
+def _assign_user(message: Message, user_id: str) -> None:
+    """Make ``user_id`` the request's user, whatever the client claimed."""
+    if "user_context" in message.DESCRIPTOR.fields_by_name:
+        message.user_context.user_id = user_id  # type: ignore[attr-defined]
+
+
+class _ReassignedChunks:
+    """A client stream of requests (AddArtifacts), each re-sent as ``user_id``'s.
+
+    An undecodable chunk ends the stream with an error (the upstream call is
+    cancelled) and sets ``undecodable``, so the client learns why.
+    """
+
+    def __init__(self, chunks: AsyncIterator[bytes], chunk_type: type[Message], user_id: str):
+        self._chunks = chunks
+        self._chunk_type = chunk_type
+        self._user_id = user_id
+        self.undecodable = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._reassigned()
+
+    async def _reassigned(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            message = decode_request(self._chunk_type, chunk)
+            if message is None:
+                self.undecodable = True
+                raise PlanError(UNDECODABLE)
+            _assign_user(message, self._user_id)
+            yield message.SerializeToString()
 
 
 def _message_class(descriptor: Descriptor) -> type[Message]:

@@ -11,8 +11,10 @@ upstream lost (see ``expiry``).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -20,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
+from connect_plugin.server.auth import TokenAuthenticator
 from connect_plugin.server.channels import server_options, upstream_channel
 from connect_plugin.server.clone import Cloner
 from connect_plugin.server.create import TableCreator
@@ -74,11 +77,17 @@ class Gateway:
         self.recovery: Recovery | None = None
         self.watch: SessionWatch | None = None
         self._workspace_lock: WorkspaceLock | None = None
+        self.authenticator: TokenAuthenticator | None = None
 
     @property
     def address(self) -> str:
-        """The ``sc://`` URL clients connect to."""
-        return f"sc://{self.config.host}:{self.port}"
+        """The ``sc://`` URL clients connect to (without any token: clients bring their own)."""
+        base = f"sc://{self.config.host}:{self.port}"
+        return f"{base}/;use_ssl=true" if self.config.tls_cert_file is not None else base
+
+    def reload_tokens(self) -> bool:
+        """Re-read the tokens file (SIGHUP); False when there is none or the new one is bad."""
+        return self.authenticator is not None and self.authenticator.reload()
 
     def calls(self, method: str) -> int:
         """How many calls of ``method`` the gateway has forwarded."""
@@ -95,6 +104,8 @@ class Gateway:
 
     async def _start(self) -> None:
         config = self.config
+        credentials = server_credentials(config)
+        self.authenticator = authenticator(config)
         self._channel = upstream_channel(config)
         upstream = Upstream(self._channel)
         workspace = Workspace(config.workspace)
@@ -120,13 +131,18 @@ class Gateway:
             hooks=handlers.hooks(plan_methods()),
             observer=self.watch,
             admit=admit_request,
+            authenticate=None if self.authenticator is None else self.authenticator.authenticate,
         )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
         self._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         try:
-            self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+            where = f"{self.config.host}:{self.config.port}"
+            if credentials is None:
+                self.port = server.add_insecure_port(where)
+            else:
+                self.port = server.add_secure_port(where, credentials)
         except RuntimeError as exc:
             raise ConfigError(
                 f"the gateway cannot listen on {self.config.host}:{self.config.port} ({exc}); "
@@ -138,7 +154,12 @@ class Gateway:
         serving = health_pb2.HealthCheckResponse.SERVING
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)
-        log.info("gateway listening on %s:%d -> %s", self.config.host, self.port, self.config.upstream)
+        log.info(
+            "gateway listening on %s -> %s%s",
+            self.address,
+            config.upstream_url.redacted,
+            "" if self.authenticator is None else f" (tokens of {len(self.authenticator.users)} users)",
+        )
 
     def stop(self, grace: float | None = None) -> None:
         """Stop serving (finishing in-flight calls for ``grace`` seconds) and close."""
@@ -200,6 +221,60 @@ def plugin_handlers(
             AlterViewHandler(tables),
         ]
     )
+
+
+def _read_pem(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the TLS {what} [{path}]: {exc.strerror}") from exc
+
+
+def server_credentials(config: Config) -> grpc.ServerCredentials | None:
+    """TLS credentials of the gateway's port (None: plaintext); client certificates if asked."""
+    if config.tls_cert_file is None or config.tls_key_file is None:
+        return None
+    key = _read_pem(config.tls_key_file, "key")
+    chain = _read_pem(config.tls_cert_file, "certificate")
+    if b"PRIVATE KEY-----" not in key:
+        raise ConfigError(f"the TLS key [{config.tls_key_file}] holds no PEM private key")
+    if b"-----BEGIN CERTIFICATE-----" not in chain:
+        raise ConfigError(f"the TLS certificate [{config.tls_cert_file}] holds no PEM certificate")
+    if config.tls_client_ca_file is None:
+        return grpc.ssl_server_credentials([(key, chain)])
+    roots = _read_pem(config.tls_client_ca_file, "client CA")
+    return grpc.ssl_server_credentials([(key, chain)], roots, require_client_auth=True)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def authenticator(config: Config) -> TokenAuthenticator | None:
+    """The token check of every call; None (with a warning) when the gateway authenticates no one.
+
+    Without tokens, only a loopback address is served, unless ``allow_unauthenticated``.
+    """
+    if config.auth_tokens_file is not None:
+        return TokenAuthenticator(config.auth_tokens_file)
+    if _loopback(config.host):
+        return None
+    if not config.allow_unauthenticated:
+        raise ConfigError(
+            f"the gateway would serve {config.host} without authentication; give it a tokens "
+            "file (--auth-tokens FILE), listen on 127.0.0.1, or accept anyone who reaches the "
+            "port with --allow-unauthenticated"
+        )
+    log.warning(
+        "serving %s without authentication: anyone who reaches the port can act in any session",
+        config.host,
+    )
+    return None
 
 
 def serve(config: Config) -> Gateway:

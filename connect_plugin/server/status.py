@@ -33,6 +33,14 @@ class _Mapping:
 
 _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
     (
+        errors.Unauthenticated,
+        _Mapping(
+            grpc.StatusCode.UNAUTHENTICATED,
+            "org.apache.spark.SparkSecurityException",
+            "CONNECT_PLUGIN.UNAUTHENTICATED",
+        ),
+    ),
+    (
         errors.InvalidSessionId,
         _Mapping(
             grpc.StatusCode.INVALID_ARGUMENT,

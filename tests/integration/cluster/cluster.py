@@ -210,6 +210,7 @@ class Cluster:
             CONNECT_PLUGIN_WORKSPACE=str(self.workspace),
             CONNECT_PLUGIN_HOST=self.address(name),
             CONNECT_PLUGIN_PORT=str(GATEWAY_PORT),
+            CONNECT_PLUGIN_ALLOW_UNAUTHENTICATED="true",
             SPARK_LOCAL_IP=self.address(name),
             SPARK_CONNECT_PORT=str(CONNECT_PORT),
             SPARK_MASTER_PORT=str(MASTER_PORT),
