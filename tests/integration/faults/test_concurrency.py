@@ -37,6 +37,13 @@ CLEANUP_TIMEOUT_S = 60.0
 SETTLE_S = 5.0
 """How long a folder must stay gone once cleaned up: longer than Spark takes to kill a task."""
 
+
+@pytest.fixture(autouse=True)
+def _sessions_without_a_quota(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every session here is the one test user's: more than the default quota of sessions
+    holding temp tables, so this module's gateways lift it."""
+    monkeypatch.setenv("CONNECT_PLUGIN_QUOTA_SESSIONS_PER_USER", "0")
+
 BIG_CTTAS = (
     "CREATE TEMPORARY TABLE big AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
     f"FROM range({BIG_ROWS})"
