@@ -40,5 +40,5 @@ def test_temp_tables_and_scans_work_from_another_host(cluster: Cluster, client: 
 
 def test_the_embedded_server_listens_on_loopback_only(cluster: Cluster) -> None:
     log = cluster.log("local").read_text()
-    assert f"gateway listening on {cluster.address('local')}:" in log
+    assert f"gateway listening on sc://{cluster.address('local')}:" in log
     assert "starting Spark Connect on 127.0.0.1:" in log
