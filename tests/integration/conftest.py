@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from connect_plugin.config import Config
 from connect_plugin.server.embedded import EmbeddedSparkConnect
-from connect_plugin.server.gateway import Gateway, serve
-from tests.integration.support import TEST_SPARK_CONF, Upstream, new_session
+from connect_plugin.server.gateway import Gateway
+from tests.integration.support import TEST_SPARK_CONF, Upstream, new_session, serving
 
 
 @pytest.fixture(scope="session")
@@ -45,11 +44,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def gateway(upstream: Upstream, workspace: Path) -> Iterator[Gateway]:
-    running = serve(Config(port=0, upstream=upstream.address, workspace=workspace, conf_dir=None))
-    try:
+    with serving(upstream, workspace) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def _session_at(address: str) -> Iterator[SparkSession]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from connect_plugin.config import Config
+from connect_plugin.server.gateway import Gateway, serve
 from connect_plugin.server.workspace import Workspace
 
 # Small enough that any result of a few MB is split over several streams,
@@ -24,6 +28,19 @@ class Upstream:
     address: str
     embedded: bool
     log_path: Path | None = None
+
+
+@contextmanager
+def serving(upstream: Upstream, workspace: Path, **settings: object) -> Iterator[Gateway]:
+    """A gateway of its own in front of ``upstream``, on a free port, with ``settings``."""
+    config = Config(
+        port=0, upstream=upstream.address, workspace=workspace, conf_dir=None, **settings  # type: ignore[arg-type]
+    )
+    running = serve(config)
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 def new_session(address: str) -> SparkSession:

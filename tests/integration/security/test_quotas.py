@@ -14,9 +14,14 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from connect_plugin.config import Config
-from connect_plugin.server.gateway import Gateway, serve
-from tests.integration.support import Upstream, new_session, table_folders, temp_table_names
+from connect_plugin.server.gateway import Gateway
+from tests.integration.support import (
+    Upstream,
+    new_session,
+    serving,
+    table_folders,
+    temp_table_names,
+)
 
 BYTES_QUOTA = 200_000
 """Far above a one-row table, far below the ~1 MB of ``_big``."""
@@ -26,21 +31,11 @@ Open = Callable[[], SparkSession]
 
 @pytest.fixture
 def small_gateway(upstream: Upstream, tmp_path: Path) -> Iterator[Gateway]:
-    running = serve(
-        Config(
-            port=0,
-            upstream=upstream.address,
-            workspace=tmp_path / "ws",
-            conf_dir=None,
-            quota_sessions_per_user=2,
-            quota_tables_per_session=2,
-            quota_bytes_per_session=BYTES_QUOTA,
-        )
-    )
-    try:
+    with serving(
+        upstream, tmp_path / "ws", quota_sessions_per_user=2, quota_tables_per_session=2,
+        quota_bytes_per_session=BYTES_QUOTA,
+    ) as running:  # fmt: skip
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture
@@ -140,23 +135,15 @@ def test_a_clone_counts_as_a_session(open_session: Open) -> None:
 
 
 def test_zero_means_no_limit(upstream: Upstream, tmp_path: Path) -> None:
-    running = serve(
-        Config(
-            port=0,
-            upstream=upstream.address,
-            workspace=tmp_path / "ws",
-            conf_dir=None,
-            quota_sessions_per_user=0,
-            quota_tables_per_session=0,
-            quota_bytes_per_session=0,
-        )
+    no_limits = dict.fromkeys(
+        ("quota_sessions_per_user", "quota_tables_per_session", "quota_bytes_per_session"), 0
     )
-    spark = new_session(running.address)
-    try:
-        for index in range(3):
-            _small(spark, f"t{index}")
-        _big(spark, "big")
-        assert sorted(temp_table_names(spark)) == ["big", "t0", "t1", "t2"]
-    finally:
-        spark.stop()
-        running.stop()
+    with serving(upstream, tmp_path / "ws", **no_limits) as running:
+        spark = new_session(running.address)
+        try:
+            for index in range(3):
+                _small(spark, f"t{index}")
+            _big(spark, "big")
+            assert sorted(temp_table_names(spark)) == ["big", "t0", "t1", "t2"]
+        finally:
+            spark.stop()

@@ -18,10 +18,9 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 import connect_plugin
-from connect_plugin.config import Config
-from connect_plugin.server.gateway import Gateway, serve
+from connect_plugin.server.gateway import Gateway
 from tests.integration.faults.gateway_process import wait_until
-from tests.integration.support import Upstream, new_session
+from tests.integration.support import Upstream, new_session, serving
 
 SWEEP_INTERVAL_S = 0.2
 FORGET_WAIT_S = 30.0
@@ -29,19 +28,8 @@ FORGET_WAIT_S = 30.0
 
 @pytest.fixture
 def swept_gateway(upstream: Upstream, tmp_path: Path) -> Iterator[Gateway]:
-    running = serve(
-        Config(
-            port=0,
-            upstream=upstream.address,
-            workspace=tmp_path / "ws",
-            conf_dir=None,
-            session_sweep_interval_s=SWEEP_INTERVAL_S,
-        )
-    )
-    try:
+    with serving(upstream, tmp_path / "ws", session_sweep_interval_s=SWEEP_INTERVAL_S) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def _vanish(session: SparkSession) -> tuple[str, str]:
