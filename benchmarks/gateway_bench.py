@@ -1,7 +1,10 @@
 """What the gateway costs: a large toArrow() and a tiny query, direct vs through it.
 
-Both paths talk to the same embedded Spark Connect server in the same run,
-interleaved so that JIT warm-up, caches and machine noise hit both alike. The
+Three paths: direct, the gateway, and the gateway with tokens (``--auth-tokens``;
+the client sends its ``authorization`` header in plaintext over loopback, so the
+figure is the tokens' own cost, not TLS's), where every request is decoded and
+re-encoded to make the token's user its user. All three talk to the same embedded Spark Connect server in the same run,
+interleaved so that JIT warm-up, caches and machine noise hit them alike. Each
 gateway runs as its own process (``connect-plugin serve --upstream``), as it
 is deployed, so it does not share the client's interpreter lock.
 Targets (DESIGN.md): throughput ratio >= 0.95, added p50 latency <= 1 ms.
@@ -9,6 +12,7 @@ Targets (DESIGN.md): throughput ratio >= 0.95, added p50 latency <= 1 ms.
 
 from __future__ import annotations
 
+import secrets
 import statistics
 import subprocess
 import sys
@@ -25,6 +29,9 @@ LARGE_RUNS = 15
 SMALL_RUNS = 300
 THROUGHPUT_TARGET = 0.95
 ADDED_P50_TARGET_MS = 1.0
+TOKENS_COST_TARGET = 1.10
+"""Tokens-on over tokens-off p50 of a tiny query: the rewrite should cost under ~10%."""
+PATHS = ("direct", "gateway", "tokens")
 
 
 def _large(spark: SparkSession) -> tuple[float, int]:
@@ -48,72 +55,102 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def _start_gateway(
+    upstream: str, workspace: Path, *extra: str
+) -> tuple[subprocess.Popen[str], int]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "connect_plugin.cli",
+            "serve",
+            "--upstream",
+            upstream,
+            "--port",
+            str(port),
+            "--workspace",
+            str(workspace),
+            "--log-level",
+            "WARNING",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    ready = process.stdout.readline().strip()
+    assert ready.endswith(f":{port}"), ready
+    return process, port
+
+
+def _stop_gateway(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         upstream = EmbeddedSparkConnect(conf_dir=None, log_path=Path(tmp) / "spark.log")
         upstream.start()
-        port = free_port()
-        gateway_process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "connect_plugin.cli",
-                "serve",
-                "--upstream",
-                upstream.address,
-                "--port",
-                str(port),
-                "--workspace",
-                str(Path(tmp) / "ws"),
-                "--log-level",
-                "WARNING",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        token = secrets.token_urlsafe(32)
+        tokens_file = Path(tmp) / "tokens"
+        tokens_file.write_text(f"bench {token}\n")
+        tokens_file.chmod(0o600)
+        gateways: list[subprocess.Popen[str]] = []
         try:
-            assert gateway_process.stdout is not None
-            ready = gateway_process.stdout.readline().strip()
-            assert ready.endswith(f":{port}"), ready
-            direct = SparkSession.builder.remote(upstream.address).create()
-            gateway = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+            plain, port = _start_gateway(upstream.address, Path(tmp) / "ws")
+            gateways.append(plain)
+            guarded, tokens_port = _start_gateway(
+                upstream.address, Path(tmp) / "ws-tokens", "--auth-tokens", str(tokens_file)
+            )
+            gateways.append(guarded)
+            sessions = {
+                "direct": SparkSession.builder.remote(upstream.address).create(),
+                "gateway": SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create(),
+                "tokens": SparkSession.builder.remote(
+                    f"sc://127.0.0.1:{tokens_port}/;authorization=Bearer%20{token}"
+                ).create(),
+            }
             try:
-                for spark in (direct, gateway):
+                for spark in sessions.values():
                     _large(spark)
                     for _ in range(20):
                         _small(spark)
-                times: dict[str, list[float]] = {"direct": [], "gateway": []}
+                times: dict[str, list[float]] = {name: [] for name in PATHS}
                 size = 0
                 for _ in range(LARGE_RUNS):
-                    for name, spark in (("direct", direct), ("gateway", gateway)):
-                        seconds, size = _large(spark)
+                    for name in PATHS:
+                        seconds, size = _large(sessions[name])
                         times[name].append(seconds)
-                latency: dict[str, list[float]] = {"direct": [], "gateway": []}
+                latency: dict[str, list[float]] = {name: [] for name in PATHS}
                 for _ in range(SMALL_RUNS):
-                    for name, spark in (("direct", direct), ("gateway", gateway)):
-                        latency[name].append(_small(spark))
+                    for name in PATHS:
+                        latency[name].append(_small(sessions[name]))
             finally:
-                direct.stop()
-                gateway.stop()
+                for spark in sessions.values():
+                    spark.stop()
         finally:
-            gateway_process.terminate()
-            gateway_process.wait()
-            if gateway_process.stdout is not None:
-                gateway_process.stdout.close()
+            for process in gateways:
+                _stop_gateway(process)
             upstream.stop()
 
     mb = size / 1e6
-    d, g = statistics.median(times["direct"]), statistics.median(times["gateway"])
+    d, g, t = (statistics.median(times[name]) for name in PATHS)
     ratio = d / g
     print(f"toArrow() of {mb:.0f} MB ({LARGE_ROWS:,} rows), median of {LARGE_RUNS}:")
     print(f"  direct  {d:.3f} s  ({mb / d:.0f} MB/s)")
     print(f"  gateway {g:.3f} s  ({mb / g:.0f} MB/s)")
+    print(f"  tokens  {t:.3f} s  ({mb / t:.0f} MB/s)")
     verdict = "met" if ratio >= THROUGHPUT_TARGET else "MISSED"
     print(
         f"  throughput ratio gateway/direct = {ratio:.3f}  (target >= {THROUGHPUT_TARGET}: {verdict})"
     )
+    print(f"  time ratio tokens/gateway = {t / g:.3f}")
     print(f"spark.range(1).collect(), {SMALL_RUNS} runs each:")
-    for name in ("direct", "gateway"):
+    for name in PATHS:
         values = latency[name]
         print(
             f"  {name:7s} p50 {_percentile(values, 0.5) * 1e3:.2f} ms"
@@ -122,6 +159,9 @@ def main() -> None:
     added = (_percentile(latency["gateway"], 0.5) - _percentile(latency["direct"], 0.5)) * 1e3
     verdict = "met" if added <= ADDED_P50_TARGET_MS else "MISSED"
     print(f"  added p50 = {added:.2f} ms  (target <= {ADDED_P50_TARGET_MS} ms: {verdict})")
+    cost = _percentile(latency["tokens"], 0.5) / _percentile(latency["gateway"], 0.5)
+    verdict = "met" if cost <= TOKENS_COST_TARGET else "MISSED"
+    print(f"  p50 ratio tokens/gateway = {cost:.3f}  (target <= {TOKENS_COST_TARGET}: {verdict})")
 
 
 if __name__ == "__main__":
