@@ -19,13 +19,18 @@ from pyspark.sql import SparkSession
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import (
+    Upstream,
     assert_private,
     new_session,
     session_folder,
     temp_table_names,
 )
+from tests.object_store import ObjectStore
 
 FILES = 12
+
+DirtyBucket = tuple[str, dict[tuple[str, int], str]]
+"""A bucket's ``s3://`` URL and each bad record's (URL, line) and error type."""
 
 COLUMNS = [
     "file", "line", "byte_offset", "column_name", "error_type", "error_message", "raw_record",
@@ -50,6 +55,14 @@ def dirty_json(folder: Path) -> dict[tuple[str, int], str]:
         bad[(f"part-{n:02}.json", 2)] = "CAST"
         bad[(f"part-{n:02}.json", 4)] = "MALFORMED RECORD"
     return bad
+
+
+def dirty_csv(folder: Path) -> dict[tuple[str, int], str]:
+    """Files of a header and three rows, the second of which has a price that is no number."""
+    folder.mkdir()
+    for n in range(FILES):
+        (folder / f"part-{n:02}.csv").write_text(f"id,price\n{n},1.5\n{n},cheap\n{n},2.5\n")
+    return {(f"part-{n:02}.csv", 3): "CAST" for n in range(FILES)}
 
 
 def rejects_of(spark: SparkSession, table: str = "reject_errors") -> list[dict[str, Any]]:
@@ -102,9 +115,7 @@ def test_the_same_scan_run_again_does_not_repeat_its_rejects(
 
 def test_csv_rejects_in_a_named_table_filtered_or_not(spark: SparkSession, tmp_path: Path) -> None:
     folder = tmp_path / "csv"
-    folder.mkdir()
-    for n in range(FILES):
-        (folder / f"part-{n:02}.csv").write_text(f"id,price\n{n},1.5\n{n},cheap\n{n},2.5\n")
+    dirty_csv(folder)
     df = connect_plugin.scan(
         spark, str(folder), format="csv", schema="id INT, price DOUBLE",
         on_error="reject", rejects_table="bad_rows", options={"header": "true"},
@@ -205,3 +216,73 @@ def test_a_sql_scan_view_rejects_into_its_table_shown_after_a_refresh(
     assert placed(rejects_of(spark, "sql_rejects")) == bad
     assert "sql_rejects" in temp_table_names(spark)
     spark.sql("DROP VIEW logs")
+
+
+@pytest.fixture
+def dirty_bucket(object_store: ObjectStore, tmp_path: Path) -> DirtyBucket:
+    """A bucket with the dirty json files under ``json/`` and the dirty csv files under ``csv/``."""
+    bucket = object_store.new_bucket()
+    bad: dict[tuple[str, int], str] = {}
+    for kind, write in (("json", dirty_json), ("csv", dirty_csv)):
+        for (name, line), error in write(tmp_path / kind).items():
+            bad[(f"s3://{bucket}/{kind}/{name}", line)] = error
+        for path in (tmp_path / kind).iterdir():
+            object_store.put(f"{bucket}/{kind}/{path.name}", path.read_bytes())
+    return f"s3://{bucket}", bad
+
+
+def under(bad: dict[tuple[str, int], str], prefix: str) -> dict[tuple[str, int], str]:
+    return {key: error for key, error in bad.items() if key[0].startswith(prefix)}
+
+
+def test_an_object_store_scan_rejects_records_under_their_urls(
+    spark: SparkSession,
+    object_store: ObjectStore,
+    dirty_bucket: DirtyBucket,
+) -> None:
+    root, bad = dirty_bucket
+    json_scan = connect_plugin.scan(
+        spark, f"{root}/json", format="json", schema="id BIGINT, name STRING",
+        on_error="reject", rejects_table="s3_json", options=object_store.options,
+    )  # fmt: skip
+    assert len(json_scan.collect()) == 2 * FILES
+    rejects = rejects_of(spark, "s3_json")
+    assert {(r["file"], r["line"]): r["error_type"] for r in rejects} == under(bad, f"{root}/json/")
+    assert {r["raw_record"] for r in rejects if r["error_type"] == "CAST"} == {
+        '{"id": "not a number", "name": "b"}'
+    }
+    csv_scan = connect_plugin.scan(
+        spark, f"{root}/csv", format="csv", schema="id INT, price DOUBLE", on_error="reject",
+        rejects_table="s3_csv", options={"header": "true", **object_store.options},
+    )  # fmt: skip
+    assert csv_scan.filter("price > 2").count() == FILES
+    rejects = rejects_of(spark, "s3_csv")
+    assert {(r["file"], r["line"]): r["error_type"] for r in rejects} == under(bad, f"{root}/csv/")
+    assert {r["column_name"] for r in rejects} == {"price"}
+
+
+def test_a_sql_scan_view_of_an_object_store_rejects_into_its_table(
+    spark: SparkSession,
+    object_store: ObjectStore,
+    dirty_bucket: DirtyBucket,
+    upstream: Upstream,
+) -> None:
+    root, bad = dirty_bucket
+    store = ", ".join(f"{key} '{value}'" for key, value in object_store.options.items())
+    spark.sql(
+        f"CREATE TEMPORARY VIEW s3_logs USING scan OPTIONS (path '{root}/csv', format 'csv', "
+        f"header 'true', schema 'id INT, price DOUBLE', on_error 'reject', "
+        f"rejects_table 's3_sql_rejects', {store})"
+    )
+    assert spark.sql("SELECT sum(price) AS total FROM s3_logs").collect()[0]["total"] == 4 * FILES
+    spark.sql("REFRESH TABLE s3_sql_rejects")
+    rejects = rejects_of(spark, "s3_sql_rejects")
+    assert {(r["file"], r["line"]): r["error_type"] for r in rejects} == under(bad, f"{root}/csv/")
+    assert {r["raw_record"] for r in rejects} == {f"{n},cheap" for n in range(FILES)}
+    plan = spark.sql("EXPLAIN EXTENDED SELECT * FROM s3_logs").collect()[0][0]
+    assert "BatchScan connect_plugin_scan" in plan
+    for secret in (object_store.secret_key, object_store.access_key):
+        assert secret not in plan
+        if upstream.log_path is not None:
+            assert secret not in upstream.log_path.read_text()
+    spark.sql("DROP VIEW s3_logs")
