@@ -256,8 +256,12 @@ def test_the_gateway_without_the_upstream_token_is_refused_by_spark(
     )
     try:
         session = client(gateway, ALICE_TOKEN)
-        with pytest.raises(SparkConnectGrpcException):
-            session.sql("SELECT 1").collect()
+        try:
+            with pytest.raises(SparkConnectGrpcException):
+                session.sql("SELECT 1").collect()
+        finally:
+            session.release_session_on_close = False
+            session.stop()
     finally:
         gateway.stop()
 
@@ -303,7 +307,8 @@ def test_idle_expiry_and_restart_work_against_the_protected_spark(
         kept = client(first, ALICE_TOKEN)
         kept.sql("CREATE TEMPORARY TABLE kept AS SELECT 1 AS x")
         session_id = kept.client._session_id
-        kept.client.close()
+        kept.release_session_on_close = False
+        kept.stop()
     finally:
         first.stop()
     restarted = serve(
@@ -320,6 +325,6 @@ def test_idle_expiry_and_restart_work_against_the_protected_spark(
             assert time.monotonic() < deadline, "the idle session was never expired"
             time.sleep(0.25)
         assert not (workspace / session_id).exists()
-        again.client.close()
+        again.stop()
     finally:
         restarted.stop()
