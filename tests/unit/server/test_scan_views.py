@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
 from connect_plugin.scanning.options import Evolution, Format, OnError
@@ -11,18 +10,13 @@ from connect_plugin.server.guards import CreateTempViewHandler
 from connect_plugin.server.requests import CreateScanView, CreateTempView, Name, Request
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.statements import SqlText, recognise
+from tests.unit.server.test_statements import plain_sql
 
 RULES = [CreateScanViewHandler.parse, CreateTempViewHandler.parse]
 
 
-def _plain(query: str) -> spark_proto.Relation:
-    relation = spark_proto.Relation()
-    relation.sql.query = query
-    return relation
-
-
 def parse(sql: str) -> Request | None:
-    return recognise(SqlText(sql, _plain), RULES)
+    return recognise(SqlText(sql, plain_sql), RULES)
 
 
 def view(sql: str) -> CreateScanView:

@@ -54,14 +54,14 @@ RULES = [
 ]
 
 
-def _plain(query: str) -> spark_proto.Relation:
+def plain_sql(query: str) -> spark_proto.Relation:
     relation = spark_proto.Relation()
     relation.sql.query = query
     return relation
 
 
 def parse(sql: str) -> Request | None:
-    return recognise(SqlText(sql, _plain), RULES)
+    return recognise(SqlText(sql, plain_sql), RULES)
 
 
 def test_full_cttas_with_every_clause_keeps_the_query_text_verbatim() -> None:
@@ -72,7 +72,7 @@ def test_full_cttas_with_every_clause_keeps_the_query_text_verbatim() -> None:
     )
     assert parse(sql) == CreateTempTable(
         name=Name(("tmp", "My T")),
-        input=_plain("select 'as (' AS a, \"AS\" b -- tail"),
+        input=plain_sql("select 'as (' AS a, \"AS\" b -- tail"),
         column_names=("a", "b c"),
         format="json",
         partition_columns=("a",),
@@ -84,7 +84,7 @@ def test_full_cttas_with_every_clause_keeps_the_query_text_verbatim() -> None:
 
 def test_the_query_keeps_the_statements_arguments() -> None:
     def with_arguments(query: str) -> spark_proto.Relation:
-        relation = _plain(query)
+        relation = plain_sql(query)
         relation.sql.named_arguments["x"].literal.integer = 7
         return relation
 
