@@ -1,7 +1,7 @@
 """Run every benchmark, or those named.
 
-    python -m benchmarks [gateway] [loader] [temp_tables] [scan] [json_layouts] [rejects] [cluster]
-    python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [temp_tables]
+    python -m benchmarks [gateway] [loader] [temp_tables] [scan] [pruning] [json_layouts] [rejects] [cluster]
+    python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [pruning] [temp_tables]
 
 ``--remote`` measures the scan and temp-table benchmarks through a running
 gateway instead of the embedded stack (see ``benchmarks.server``);
@@ -25,11 +25,12 @@ BENCHMARKS = {
     "loader": "benchmarks.loader_bench",
     "temp_tables": "benchmarks.temp_table_bench",
     "scan": "benchmarks.scan_bench",
+    "pruning": "benchmarks.pruning_bench",
     "json_layouts": "benchmarks.json_layout_bench",
     "rejects": "benchmarks.rejects_bench",
     "cluster": "benchmarks.cluster_bench",
 }
-ON_ANY_SERVER = ("temp_tables", "scan")
+ON_ANY_SERVER = ("temp_tables", "scan", "pruning")
 """The benchmarks that take a server (``--remote``) and return their figures."""
 ONLY_WHEN_NAMED = ("cluster",)
 

@@ -116,7 +116,7 @@ class ReadTempTable(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Scan(_message.Message):
-    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression", "rejects_table")
+    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression", "rejects_table", "file_filter")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -148,6 +148,7 @@ class Scan(_message.Message):
     RESCUED_COLUMN_FIELD_NUMBER: _ClassVar[int]
     COMPRESSION_FIELD_NUMBER: _ClassVar[int]
     REJECTS_TABLE_FIELD_NUMBER: _ClassVar[int]
+    FILE_FILTER_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     files: Scan.Files
     table: str
@@ -165,7 +166,8 @@ class Scan(_message.Message):
     rescued_column: str
     compression: Compression
     rejects_table: str
-    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ..., rejects_table: _Optional[str] = ...) -> None: ...
+    file_filter: str
+    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ..., rejects_table: _Optional[str] = ..., file_filter: _Optional[str] = ...) -> None: ...
 
 class BatchLimits(_message.Message):
     __slots__ = ("max_rows", "max_bytes")

@@ -1,21 +1,26 @@
-"""Partition pruning: skip files whose directory values cannot pass the query's filters.
+"""Partition pruning: skip files whose directory values cannot pass the query's filter.
 
 A partition column (``dirN``, a hive key) has one value per file, and so
 has an implicit file column (``filename``, ``suffix``, ...), so a filter on
-either decides a whole file before the file is opened. Filters arrive
-as ``PartitionFilter`` values (the Spark binding translates Spark's pushed
-filters into them) and are combined with AND, as Spark pushes them. SQL's
-three-valued logic applies: a comparison with null is unknown, and a file
-is kept only when every filter is true for it. A filter this module cannot
-judge for a file (a string compared with a number) keeps the file, so
-pruning never drops a row the query wants; Spark evaluates the filters
-again on the rows that come back.
+either decides a whole file before the file is opened. The filter arrives
+as a ``FileFilter`` (``predicates``). SQL's three-valued logic applies: a
+comparison with null is unknown, and a file is kept unless the filter
+cannot be true for it. A comparison this module cannot judge for a file (a
+column with a value per row, a string compared with a number, a NaN) may
+be anything, so pruning never drops a row the query wants; Spark evaluates
+the query's condition again on the rows that come back.
+
+Values compare as Spark compares them after its type coercion: strings by
+code point (the byte order of UTF-8, Spark's default collation), numbers
+exactly, except that a float against any other number compares as two
+doubles.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -23,30 +28,21 @@ import pyarrow as pa
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.implicit import dir_value, file_value, hive_pairs, hive_value
 from connect_plugin.scanning.plan import ScanPlan
+from connect_plugin.scanning.predicates import (
+    AllOf,
+    AnyOf,
+    FileFilter,
+    NoneOf,
+    PartitionFilter,
+    all_of,
+)
 from connect_plugin.scanning.projection import Kind, OutputColumn
 
-OPERATORS = frozenset(
-    {
-        "eq", "eq_null_safe", "gt", "ge", "lt", "le", "in", "is_null", "is_not_null",
-        "starts_with", "ends_with", "contains",
-    }
-)  # fmt: skip
+Outcomes = frozenset[bool | None]
+"""What a condition may be for a file: some of True, False and None (SQL's unknown)."""
 
+_ANY: Outcomes = frozenset({True, False, None})
 _UNDECIDED = object()
-
-
-@dataclass(frozen=True)
-class PartitionFilter:
-    """``column <op> value``, or its negation; ``value`` is a tuple for ``in``."""
-
-    op: str
-    column: str
-    value: Any = None
-    negated: bool = False
-
-    def __post_init__(self) -> None:
-        if self.op not in OPERATORS:
-            raise ValueError(f"unknown filter operator {self.op!r}; use one of {sorted(OPERATORS)}")
 
 
 def partition_column(plan: ScanPlan, name: str) -> OutputColumn | None:
@@ -58,20 +54,69 @@ def partition_column(plan: ScanPlan, name: str) -> OutputColumn | None:
     return None
 
 
-def prune(plan: ScanPlan, filters: Sequence[PartitionFilter]) -> tuple[ScanFile, ...]:
-    """The plan's files that every filter on a partition column may keep, in order."""
-    judged = [
-        (column, found)
-        for found in filters
-        if (column := partition_column(plan, found.column)) is not None
-    ]
-    if not judged:
+def prune(
+    plan: ScanPlan, filters: FileFilter | Sequence[FileFilter] | None
+) -> tuple[ScanFile, ...]:
+    """The plan's files the filter (a sequence: all of them) may keep, in order."""
+    if filters is None:
         return plan.files
-    return tuple(
-        scan_file
-        for scan_file in plan.files
-        if all(_keeps(found, _value(column, scan_file)) for column, found in judged)
-    )
+    condition = filters if isinstance(filters, FileFilter) else all_of(filters)
+    if condition is None or not _names_partition_column(plan, condition):
+        return plan.files
+    return tuple(f for f in plan.files if True in _outcomes(plan, condition, f))
+
+
+def _names_partition_column(plan: ScanPlan, condition: FileFilter) -> bool:
+    if isinstance(condition, AllOf | AnyOf):
+        return any(_names_partition_column(plan, part) for part in condition.parts)
+    if isinstance(condition, NoneOf):
+        return _names_partition_column(plan, condition.part)
+    return partition_column(plan, condition.column) is not None
+
+
+def _outcomes(plan: ScanPlan, condition: FileFilter, scan_file: ScanFile) -> Outcomes:
+    if isinstance(condition, AllOf):
+        result: Outcomes = frozenset({True})
+        for part in condition.parts:
+            result = _combine(result, _outcomes(plan, part, scan_file), _and)
+        return result
+    if isinstance(condition, AnyOf):
+        result = frozenset({False})
+        for part in condition.parts:
+            result = _combine(result, _outcomes(plan, part, scan_file), _or)
+        return result
+    if isinstance(condition, NoneOf):
+        return frozenset(_not(value) for value in _outcomes(plan, condition.part, scan_file))
+    column = partition_column(plan, condition.column)
+    if column is None:
+        return _ANY
+    value = _value(column, scan_file)
+    if value is _UNDECIDED:
+        return _ANY
+    result_value = _evaluate(condition.op, value, condition.value)
+    if result_value is _UNDECIDED:
+        return _ANY
+    return frozenset({_not(result_value) if condition.negated else result_value})
+
+
+def _combine(left: Outcomes, right: Outcomes, op: Any) -> Outcomes:
+    return frozenset(op(a, b) for a in left for b in right)
+
+
+def _and(a: bool | None, b: bool | None) -> bool | None:
+    if a is False or b is False:
+        return False
+    return None if a is None or b is None else True
+
+
+def _or(a: bool | None, b: bool | None) -> bool | None:
+    if a is True or b is True:
+        return True
+    return None if a is None or b is None else False
+
+
+def _not(a: bool | None) -> bool | None:
+    return None if a is None else not a
 
 
 def _value(column: OutputColumn, scan_file: ScanFile) -> Any:
@@ -84,17 +129,6 @@ def _value(column: OutputColumn, scan_file: ScanFile) -> Any:
         return hive_value(text, column.field.type)
     except (pa.ArrowException, ValueError, TypeError):
         return _UNDECIDED
-
-
-def _keeps(found: PartitionFilter, value: Any) -> bool:
-    if value is _UNDECIDED:
-        return True
-    result = _evaluate(found.op, value, found.value)
-    if result is _UNDECIDED:
-        return True
-    if found.negated and result is not None:
-        result = not result
-    return result is True
 
 
 def _evaluate(op: str, value: Any, operand: Any) -> Any:
@@ -130,26 +164,47 @@ def _is_in(value: Any, operands: Iterable[Any]) -> Any:
     return None if unknown else False
 
 
+_TEXT_OPERATORS = frozenset({"starts_with", "ends_with", "contains"})
+
+
 def _compare(op: str, value: Any, operand: Any) -> Any:
-    if isinstance(value, str) != isinstance(operand, str) or isinstance(operand, bool):
-        return _UNDECIDED
-    if op in ("starts_with", "ends_with", "contains"):
-        if not isinstance(value, str):
-            return _UNDECIDED
+    if isinstance(value, str) and isinstance(operand, str):
         if op == "starts_with":
             return value.startswith(operand)
         if op == "ends_with":
             return value.endswith(operand)
-        return operand in value
-    try:
-        if op in ("eq", "eq_null_safe"):
-            return value == operand
-        if op == "gt":
-            return value > operand
-        if op == "ge":
-            return value >= operand
-        if op == "lt":
-            return value < operand
-        return value <= operand
-    except TypeError:
+        if op == "contains":
+            return operand in value
+        return _ordered(op, value, operand)
+    numbers = _numbers(value, operand)
+    if numbers is None or op in _TEXT_OPERATORS:
         return _UNDECIDED
+    return _ordered(op, *numbers)
+
+
+def _ordered(op: str, left: Any, right: Any) -> bool:
+    if op in ("eq", "eq_null_safe"):
+        return bool(left == right)
+    if op == "gt":
+        return bool(left > right)
+    if op == "ge":
+        return bool(left >= right)
+    if op == "lt":
+        return bool(left < right)
+    return bool(left <= right)
+
+
+def _numbers(value: Any, operand: Any) -> tuple[Any, Any] | None:
+    """Both sides as numbers Spark would compare, or None when they are not both numbers."""
+    kinds = (int, float, Decimal)
+    for side in (value, operand):
+        if isinstance(side, bool) or not isinstance(side, kinds):
+            return None
+        if isinstance(side, float | Decimal) and not math.isfinite(side):
+            return None
+    if isinstance(value, float) or isinstance(operand, float):
+        return float(value), float(operand)
+    return value, operand
+
+
+__all__ = ["FileFilter", "PartitionFilter", "partition_column", "prune"]

@@ -8,14 +8,19 @@ Spark then calls, in Python workers:
   (files listed, sampled, schema resolved) and the plan kept on the data
   source object, which Spark pickles on to the planning worker, so
   ``reader()`` does not plan again;
-- ``reader(schema)``, ``pushFilters(filters)`` (only when the session sets
-  ``spark.sql.python.filterPushdown.enabled``; Spark refuses a reader that
-  implements it otherwise, so the option ``pushdown`` chooses the reader
-  class), ``partitions()``: contiguous runs of files balanced by bytes,
-  after partition pruning;
+- ``reader(schema)``, ``partitions()``: contiguous runs of files balanced
+  by bytes, after partition pruning by the spec's ``file_filter``;
 - ``read(partition)`` on the executors, yielding ``pyarrow.RecordBatch``es
   (and, for ``on_error="reject"``, writing each file's rejects to the
   rejects folder: ``rejects``).
+
+The reader takes no filters from Spark (``pushFilters``): Spark 4.1 to 4.3
+keep the reader that one query's filters narrowed on the data source object
+its analysed plan shares, and hand it to later queries of the same
+DataFrame or view, which then silently read only the first query's files.
+Pruning comes from the spec instead, where the gateway puts what a query's
+``Filter`` says of partition columns; each query's scan then carries its
+own, and no state outlives a query.
 
 Spark checks each batch's Arrow schema against the one it derives from the
 Spark schema (``to_arrow_schema`` with UTC timestamps), so batches are
@@ -31,7 +36,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -41,23 +46,14 @@ from pyspark.sql.types import LongType, StructField, StructType
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files import ScanFile, file_groups
 from connect_plugin.scanning.plan import ScanPlan, plan_scan
-from connect_plugin.scanning.pruning import PartitionFilter, partition_column, prune
+from connect_plugin.scanning.pruning import prune
 from connect_plugin.scanning.rejects import RejectFiles
 from connect_plugin.scanning.scanner import ScanReader
-from connect_plugin.scanning.spark_versions import (
-    FILTER_OPERATORS,
-    NOT_FILTER,
-    spark_arrow_schema_of,
-)
+from connect_plugin.scanning.spark_versions import spark_arrow_schema_of
 from connect_plugin.scanning.spec import ScanSpec
-
-if TYPE_CHECKING:
-    from pyspark.sql.datasource import Filter
 
 SHORT_NAME = "connect_plugin_scan"
 SPEC_OPTION = "spec"
-PUSHDOWN_OPTION = "pushdown"
-"""Set to ``true`` only where ``spark.sql.python.filterPushdown.enabled`` is true."""
 
 COUNT_OPTION = "countRows"
 """Set to ``true`` to read, per file, one row holding its record count (column ``rows``)."""
@@ -71,8 +67,7 @@ MIN_PARTITIONS_OPTION = "minPartitions"
 class ScanDataSource(DataSource):
     """Schema-on-read file scans.
 
-    Options: ``spec`` (``ScanSpec.to_json()``, required), ``pushdown``
-    (``true`` to prune files by pushed filters), ``minPartitions``, and the
+    Options: ``spec`` (``ScanSpec.to_json()``, required), ``minPartitions``, and the
     object-store options as ``secret.s3.*`` (``ScanSpec.secret_options()``),
     apart from the spec so that Spark redacts them in every plan it prints.
     """
@@ -109,9 +104,7 @@ class ScanDataSource(DataSource):
     def reader(self, schema: StructType) -> ScanSourceReader:
         if self._counts_rows():
             return RowCountReader(self.plan(), schema, self._min_partitions())
-        pushdown = str(self.options.get(PUSHDOWN_OPTION, "false")).lower() == "true"
-        reader_class = PruningScanSourceReader if pushdown else ScanSourceReader
-        return reader_class(self.plan(), schema, self._min_partitions())
+        return ScanSourceReader(self.plan(), schema, self._min_partitions())
 
     def _counts_rows(self) -> bool:
         return str(self.options.get(COUNT_OPTION, "false")).lower() == "true"
@@ -142,7 +135,7 @@ class ScanSourceReader(DataSourceReader):
     def __init__(self, plan: ScanPlan, schema: StructType, min_partitions: int = 1) -> None:
         self.plan = plan
         self.target = spark_arrow_schema_of(schema)
-        self.files = plan.files
+        self.files = prune(plan, plan.spec.file_filter)
         self.min_partitions = min_partitions
 
     def partitions(self) -> list[FileGroup]:
@@ -169,41 +162,6 @@ class RowCountReader(ScanSourceReader):
         for scan_file in files:
             rows = sum(batch.num_rows for batch in reader.read_file(scan_file))
             yield pa.record_batch([pa.array([rows], pa.int64())], schema=self.target)
-
-
-class PruningScanSourceReader(ScanSourceReader):
-    """The reader used when Spark pushes filters: filters on partition columns prune files.
-
-    Partition columns here are ``dirN``, hive keys and the implicit file
-    columns: each has one value per file.
-
-    Every filter goes back to Spark as well, which evaluates it on the rows
-    read; pruning only saves opening files that could not pass.
-    """
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        usable = []
-        for found in filters:
-            translated = partition_filter(found)
-            if translated is not None and partition_column(self.plan, translated.column):
-                usable.append(translated)
-            yield found
-        if usable:
-            self.files = prune(self.plan, usable)
-
-
-def partition_filter(found: Filter) -> PartitionFilter | None:
-    """Spark's pushed filter as a ``PartitionFilter`` on a top-level column, if it is one."""
-    negated = NOT_FILTER is not None and isinstance(found, NOT_FILTER)
-    inner: Filter = getattr(found, "child") if negated else found  # noqa: B009
-    op = FILTER_OPERATORS.get(type(inner))
-    attribute: tuple[str, ...] = tuple(getattr(inner, "attribute", ()))
-    if op is None or len(attribute) != 1:
-        return None
-    value: Any = getattr(inner, "value", None)
-    if op == "in":
-        value = tuple(value or ())
-    return PartitionFilter(op, attribute[0], value, negated)
 
 
 def spark_schema(schema: pa.Schema) -> StructType:

@@ -6,10 +6,6 @@ supported server:
 
 - ``to_arrow_schema`` takes ``timezone=`` from 4.2 on; 4.0 and 4.1 take
   ``timestamp_utc=True``, which gives the same ``timestamp[us, tz=UTC]``.
-- The filter classes of Python data source pushdown exist from 4.1 on. Spark
-  4.0 pushes no filters to a Python data source, so there is nothing to
-  translate there, and filters on partition columns prune no files: every
-  file is opened and Spark filters the rows, with the same result.
 """
 
 from __future__ import annotations
@@ -27,49 +23,6 @@ SPARK_TIMEZONE = "UTC"
 """The zone Spark's Python data source reader uses to build its expected Arrow schema."""
 
 _TAKES_TIMEZONE = "timezone" in inspect.signature(to_arrow_schema).parameters
-
-FILTER_OPERATORS: dict[type, str] = {}
-"""Spark's pushed filter classes and the ``PartitionFilter`` operator of each; empty before 4.1."""
-
-NOT_FILTER: type | None = None
-"""Spark's ``Not`` filter class, None before 4.1."""
-
-try:
-    from pyspark.sql.datasource import (
-        EqualNullSafe,
-        EqualTo,
-        GreaterThan,
-        GreaterThanOrEqual,
-        In,
-        IsNotNull,
-        IsNull,
-        LessThan,
-        LessThanOrEqual,
-        Not,
-        StringContains,
-        StringEndsWith,
-        StringStartsWith,
-    )
-except ImportError:
-    pass
-else:
-    NOT_FILTER = Not
-    FILTER_OPERATORS.update(
-        {
-            EqualTo: "eq",
-            EqualNullSafe: "eq_null_safe",
-            GreaterThan: "gt",
-            GreaterThanOrEqual: "ge",
-            LessThan: "lt",
-            LessThanOrEqual: "le",
-            In: "in",
-            IsNull: "is_null",
-            IsNotNull: "is_not_null",
-            StringStartsWith: "starts_with",
-            StringEndsWith: "ends_with",
-            StringContains: "contains",
-        }
-    )
 
 
 def spark_arrow_schema_of(schema: StructType) -> pa.Schema:

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning import predicates
 from connect_plugin.scanning.formats import FileFormat, format_class
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
 from connect_plugin.scanning.options import (
@@ -35,6 +36,7 @@ from connect_plugin.scanning.options import (
     boolean,
     choice,
 )
+from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.storage import (
     SECRET_OPTION_PREFIX,
     Storage,
@@ -101,6 +103,9 @@ class ScanSpec:
     """The temp table of ``on_error="reject"`` (``reject_errors`` when not named)."""
     rejects_folder: str | None = None
     """Where Spark's workers write the rejects, one parquet file per file read; the gateway sets it."""
+    file_filter: FileFilter | None = None
+    """What the query's filter says of partition and file columns: files it rules out are
+    not opened. The gateway sets it from the ``Filter`` above the scan."""
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__
@@ -212,6 +217,7 @@ class ScanSpec:
             "compression": self.compression.value,
             "rejects_table": self.rejects_table,
             "rejects_folder": self.rejects_folder,
+            "file_filter": None if self.file_filter is None else predicates.to_json(self.file_filter),
         }
 
     def to_json(self) -> str:
@@ -241,7 +247,7 @@ class ScanSpec:
         known = {
             "version", "paths", "format", "columns", "schema", "strict", "partitioning",
             "on_error", "max_rows", "max_bytes", "options", "sample_bytes", "evolution",
-            "rescued_column", "compression", "rejects_table", "rejects_folder",
+            "rescued_column", "compression", "rejects_table", "rejects_folder", "file_filter",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -257,7 +263,11 @@ class ScanSpec:
         if "paths" not in data or "format" not in data:
             raise InvalidScanSpec("the scan spec needs 'paths' and 'format'")
         schema_text = data.get("schema")
-        arguments = {key: data[key] for key in known - {"version", "schema"} if key in data}
+        arguments = {
+            key: data[key] for key in known - {"version", "schema", "file_filter"} if key in data
+        }
+        if data.get("file_filter") is not None:
+            arguments["file_filter"] = predicates.from_json(data["file_filter"])
         if arguments.get("strict") and arguments.get("evolution") == Evolution.NONE.value:
             del arguments["strict"]
         schema = None if schema_text is None else _schema_from_text(schema_text)
@@ -266,7 +276,8 @@ class ScanSpec:
     def cache_key(self) -> str:
         """What decides the table schema: the spec without its projection and batch limits."""
         data = self.to_dict()
-        del data["max_rows"], data["max_bytes"], data["columns"], data["rejects_folder"]
+        for unused in ("max_rows", "max_bytes", "columns", "rejects_folder", "file_filter"):
+            del data[unused]
         data["storage"] = options_digest(self.storage_options)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 

@@ -1,7 +1,6 @@
 """Session settings a client may not change, because the gateway relies on them.
 
-Protected: the filter-pushdown setting scans turn on, every setting of the
-scan data source (``spark.datasource.connect_plugin_scan.*``), Spark's commit
+Protected: every setting of the scan data source (``spark.datasource.connect_plugin_scan.*``), Spark's commit
 protocol and output committer classes (temp tables are written through
 them), and any setting whose value names the workspace root. A client
 changes settings through the Config RPC (``spark.conf.set``/``unset``,
@@ -31,10 +30,8 @@ from sqlglot import Dialect, Token, TokenError, TokenType
 from connect_plugin.errors import SettingProtected
 from connect_plugin.scanning.spark_source import SHORT_NAME
 from connect_plugin.server.plans import plan_nodes
-from connect_plugin.server.scans import PUSHDOWN_CONF
 
 PROTECTED_KEYS: dict[str, str] = {
-    PUSHDOWN_CONF: "the filter pushdown of its scans",
     "spark.sql.sources.commitProtocolClass": "writing temporary tables",
     "spark.sql.sources.outputCommitterClass": "writing temporary tables",
 }

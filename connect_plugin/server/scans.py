@@ -2,10 +2,11 @@
 
 The gateway registers the scan's Python data source once per session (the
 class is pickled by reference, so Spark's Python workers import it from the
-installed ``connect_plugin``; the client never ships code), turns on Spark's
-filter pushdown for Python data sources in that session so that filters on
-partition columns prune files, and replaces the ``Scan`` node by
-``Read.DataSource`` with the scan spec as an option.
+installed ``connect_plugin``; the client never ships code) and replaces the
+``Scan`` node by ``Read.DataSource`` with the scan spec as an option. The
+Filters straight above a scan prune its files through the spec
+(``scan_pruning``), never through Spark's filter pushdown for Python data
+sources, whose state outlives the query that pushed it.
 
 ``scan(table=...)`` reads a temporary table of the session, else a
 permanent table: its files, format and schema come from the table, and its
@@ -36,6 +37,7 @@ from pyspark.sql.types import StructType
 
 from connect_plugin import proto
 from connect_plugin.errors import PlanError, UpstreamFailed
+from connect_plugin.scanning import predicates
 from connect_plugin.scanning.formats import format_class
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from connect_plugin.scanning.options import (
@@ -47,9 +49,9 @@ from connect_plugin.scanning.options import (
     ScanOptions,
     choice,
 )
+from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.spark_source import (
     COUNT_OPTION,
-    PUSHDOWN_OPTION,
     SPEC_OPTION,
     ScanDataSource,
 )
@@ -58,6 +60,7 @@ from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.requests import Name, ScanFiles
 from connect_plugin.server.scan_counts import prune_counted_scans
+from connect_plugin.server.scan_pruning import push_file_filters
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import (
@@ -66,8 +69,6 @@ from connect_plugin.server.upstream import (
     UpstreamSession,
     quote_identifier,
 )
-
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
 
@@ -86,7 +87,8 @@ class ScanHandler(Handler[ScanFiles]):
         return ScanFiles(message)
 
     def rewrite_plan(self, tree: Message) -> bool:
-        return prune_counted_scans(tree)
+        counted = prune_counted_scans(tree)
+        return push_file_filters(tree) or counted
 
     async def analyze(self, call: Call, request: ScanFiles) -> Outcome:
         return await self.execute(call, request)
@@ -160,13 +162,11 @@ class Scans:
             spec = await self._rejects.prepare(session, spec)
             after = self._rejects.refresher(session, spec)
         await self._register(upstream, session)
-        pushdown = (await upstream.config([PUSHDOWN_CONF])).get(PUSHDOWN_CONF)
         relation = spark_proto.Relation()
         source = relation.read.data_source
         source.format = ScanDataSource.name()
         source.options[SPEC_OPTION] = spec.to_json()
         source.options.update(spec.secret_options())
-        source.options[PUSHDOWN_OPTION] = "true" if pushdown == "true" else "false"
         if count_rows:
             source.options[COUNT_OPTION] = "true"
         return ScanRead(relation, after)
@@ -185,7 +185,6 @@ class Scans:
         registration.python_data_source.python_ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
         try:
             await upstream.command(command)
-            await upstream.set_config({PUSHDOWN_CONF: "true"})
         except UpstreamFailed as exc:
             raise PlanError(f"registering the scan data source failed: {exc}") from exc
         session.scan_source_registered = True
@@ -226,6 +225,7 @@ class Scans:
                 "compression", proto.word_of(proto.Compression, message.compression), Compression
             ),
             rejects_table=message.rejects_table or None,
+            file_filter=_file_filter(message.file_filter),
         )
 
     async def _table(
@@ -260,6 +260,16 @@ def _arrow_schema(data_type: spark_proto.DataType) -> pa.Schema:
     if not isinstance(struct, StructType):
         raise PlanError(f"scan: the provided schema must be a struct, got {struct.simpleString()}")
     return to_arrow_schema(struct)
+
+
+def _file_filter(text: str) -> FileFilter | None:
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise PlanError(f"scan: the file filter is not JSON: {exc}") from exc
+    return predicates.from_json(data)
 
 
 def _evolution(message: proto.Scan) -> Evolution | None:

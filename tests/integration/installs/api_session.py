@@ -5,8 +5,9 @@ Usage: python api_session.py sc://host:port DATA_DIR
 Queries, Arrow and pandas results, an error, temporary tables from SQL and
 from Python, and scans (json with drift and directory columns, a filter on a
 directory column, a count, parquet with zoned timestamps and lists, a temp
-table, a missing path, and a filter on a directory column that prunes a
-folder holding a bad record, where Spark pushes filters). Prints one JSON object with what it saw, the same for
+table, a missing path, a filter on a directory column that prunes a folder
+holding a bad record, and the same scan read whole after a filtered query).
+Prints one JSON object with what it saw, the same for
 every client and server version, plus where its packages came from; the
 tests compare it. Runs on Python 3.10+ with only connect_plugin and the Spark
 Connect client installed.
@@ -67,6 +68,7 @@ def main(address: str, data_dir: str) -> dict[str, Any]:
         seen["scan_schema"] = [[f.name, f.dataType.simpleString()] for f in scanned.schema.fields]
         seen["scan_rows"] = _rows(scanned)
         seen["scan_filtered"] = _rows(scanned.where("dir0 = '2025'"))
+        seen["scan_after_filter"] = len(_rows(scanned))
         seen["scan_count"] = connect_plugin.scan(spark, logs, format="json").count()
         events = connect_plugin.scan(spark, os.path.join(data_dir, "events"), format="parquet")
         seen["events_schema"] = [[f.name, f.dataType.simpleString()] for f in events.schema.fields]

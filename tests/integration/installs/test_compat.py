@@ -59,7 +59,6 @@ on the oldest server is test_the_newest_client_on_the_oldest_server. Full pyspar
 client runs in test_the_servers_own_install_runs_the_gateway, and the newest client on the
 newest server is the rest of the test suite."""
 
-FIRST_WITH_PUSHDOWN = Version("4.1")
 READY_PREFIX = "connect-plugin gateway ready at "
 GATEWAY_START_TIMEOUT_S = 120.0
 GATEWAY_STOP_TIMEOUT_S = 60.0
@@ -102,11 +101,6 @@ class ServerUnderTest:
     own_gateway: str | None = None
     """A gateway run by the server's own install."""
     install: Venv | None = None
-
-    @property
-    def pushdown(self) -> bool:
-        """Whether Spark pushes filters to Python data sources (4.1 and newer)."""
-        return self.version == SESSION_SERVER or Version(self.version) >= FIRST_WITH_PUSHDOWN
 
 
 @pytest.fixture(scope="module")
@@ -197,13 +191,13 @@ def test_a_client_through_the_gateway(
 ) -> None:
     package, version = client.split()
     install = _environment(venvs, dists, package, version)
-    assert_api_works(install, server.gateway, scan_data, pushdown=server.pushdown)
+    assert_api_works(install, server.gateway, scan_data)
 
 
 def test_the_newest_client_on_the_oldest_server(
     server: ServerUnderTest, thin_client: Venv, scan_data: Path
 ) -> None:
-    assert_api_works(thin_client, server.gateway, scan_data, pushdown=server.pushdown)
+    assert_api_works(thin_client, server.gateway, scan_data)
 
 
 def test_the_servers_own_install_runs_the_gateway(
@@ -211,7 +205,7 @@ def test_the_servers_own_install_runs_the_gateway(
 ) -> None:
     assert server.install is not None
     assert server.own_gateway is not None
-    assert_api_works(server.install, server.own_gateway, scan_data, pushdown=server.pushdown)
+    assert_api_works(server.install, server.own_gateway, scan_data)
 
 
 def test_the_session_server_is_the_newest_in_the_matrix() -> None:

@@ -87,7 +87,7 @@ def _analyze_schema() -> spark_proto.AnalyzePlanRequest:
 def _config_set() -> spark_proto.ConfigRequest:
     request = spark_proto.ConfigRequest(session_id=SESSION)
     pair = request.operation.set.pairs.add()
-    pair.key, pair.value = "spark.sql.python.filterPushdown.enabled", "false"
+    pair.key, pair.value = "spark.sql.sources.outputCommitterClass", "my.Committer"
     return request
 
 

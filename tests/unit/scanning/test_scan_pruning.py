@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from connect_plugin.scanning import PartitionFilter, ScanReader, ScanSpec, plan_scan, prune
 from connect_plugin.scanning.plan import ScanPlan
+from connect_plugin.scanning.predicates import AllOf, AnyOf, FileFilter, NoneOf
 from tests.unit.scanning.scan_checks import write_json
 
 
@@ -22,7 +24,7 @@ def positional(tmp_path: Path) -> ScanPlan:
     return plan_scan(ScanSpec([str(tmp_path)], "json"))
 
 
-def kept(plan: ScanPlan, *filters: PartitionFilter) -> list[str]:
+def kept(plan: ScanPlan, *filters: FileFilter) -> list[str]:
     return [os.path.basename(found.path) for found in prune(plan, filters)]
 
 
@@ -107,3 +109,38 @@ def test_pruned_files_are_never_opened(tmp_path: Path) -> None:
 def test_unknown_operators_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown filter operator 'like'"):
         PartitionFilter("like", "dir0", "x")
+
+
+def test_or_and_not_follow_three_valued_logic(positional: ScanPlan) -> None:
+    in_2023 = PartitionFilter("eq", "dir0", "2023")
+    month_02 = PartitionFilter("eq", "dir1", "02")
+    assert kept(positional, AnyOf((in_2023, month_02))) == ["a.json", "c.json"]
+    assert kept(positional, NoneOf(AnyOf((in_2023, month_02)))) == ["b.json"]
+    assert kept(positional, NoneOf(in_2023)) == ["b.json", "c.json"]
+    assert kept(positional, AnyOf((in_2023, PartitionFilter("is_null", "dir0")))) == [
+        "a.json",
+        "top.json",
+    ]
+
+
+def test_a_column_with_values_per_row_may_be_anything(positional: ScanPlan) -> None:
+    """``dir0 = '2023' OR n = 4`` may hold in any file; AND with it changes nothing."""
+    on_rows = PartitionFilter("eq", "n", 4)
+    in_2023 = PartitionFilter("eq", "dir0", "2023")
+    assert len(kept(positional, AnyOf((in_2023, on_rows)))) == 4
+    assert kept(positional, AllOf((in_2023, on_rows))) == ["a.json"]
+    assert len(kept(positional, NoneOf(on_rows))) == 4
+
+
+def test_numbers_compare_as_spark_compares_them(tmp_path: Path) -> None:
+    """A double partition value against a decimal literal compares as doubles (0.1 = 0.1)."""
+    for value in ("0.1", "2.5", "NaN"):
+        write_json(tmp_path / f"x={value}" / "f.json", [{"n": 1}])
+    plan = plan_scan(ScanSpec([str(tmp_path)], "json", partitioning="hive"))
+
+    def folders(*filters: PartitionFilter) -> list[str]:
+        return sorted(f.dirs[0] for f in prune(plan, filters))
+
+    assert folders(PartitionFilter("eq", "x", Decimal("0.1"))) == ["x=0.1", "x=NaN"]
+    assert folders(PartitionFilter("gt", "x", 1)) == ["x=2.5", "x=NaN"]
+    assert folders(PartitionFilter("lt", "x", 2.5)) == ["x=0.1", "x=NaN"]

@@ -12,16 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.datasource import (
-    CaseInsensitiveDict,
-    DataSourceReader,
-    EqualTo,
-    GreaterThan,
-    In,
-    IsNotNull,
-    Not,
-    StringStartsWith,
-)
+from pyspark.sql.datasource import CaseInsensitiveDict, DataSourceReader
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     DateType,
@@ -37,16 +28,14 @@ from pyspark.sql.worker.plan_data_source_read import records_to_arrow_batches
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import ScanSpec
+from connect_plugin.scanning.predicates import AllOf, PartitionFilter
 from connect_plugin.scanning.spark_source import (
     MIN_PARTITIONS_OPTION,
-    PUSHDOWN_OPTION,
     SHORT_NAME,
     SPEC_OPTION,
     FileGroup,
-    PruningScanSourceReader,
     ScanDataSource,
     ScanSourceReader,
-    partition_filter,
     spark_arrow_schema,
     spark_schema,
 )
@@ -125,42 +114,25 @@ def test_min_partitions_sets_how_many_groups_spark_gets(logs: Path) -> None:
         source(spec, **{MIN_PARTITIONS_OPTION: "many"}).reader(one.schema())
 
 
-def test_the_plain_reader_does_not_implement_push_filters() -> None:
-    """Spark refuses a reader with pushFilters unless spark.sql.python.filterPushdown.enabled."""
+def test_the_reader_takes_no_filters_from_spark() -> None:
+    """A reader that takes pushed filters is kept by Spark 4.1-4.3 for later queries."""
     assert ScanSourceReader.pushFilters is DataSourceReader.pushFilters
-    assert PruningScanSourceReader.pushFilters is not DataSourceReader.pushFilters
 
 
-def test_pushed_filters_on_dir_columns_prune_partitions(logs: Path) -> None:
-    data_source = source(ScanSpec([str(logs)], "json"), **{PUSHDOWN_OPTION: "true"})
+def test_the_specs_file_filter_prunes_partitions(logs: Path) -> None:
+    condition = AllOf((PartitionFilter("eq", "dir0", "2024"), PartitionFilter("gt", "n", 3)))
+    data_source = source(ScanSpec([str(logs)], "json", file_filter=condition))
     schema = data_source.schema()
     reader = data_source.reader(schema)
-    assert isinstance(reader, PruningScanSourceReader)
-    filters = [EqualTo(("dir0",), "2024"), GreaterThan(("n",), 3)]
-    returned = list(reader.pushFilters(filters))
-    assert all(a is b for a, b in zip(returned, filters, strict=True))
     files = [f.path for p in reader.partitions() for f in p.files]
     assert files == [str(logs / "2024" / "b.json"), str(logs / "2024" / "c.json")]
     assert spark_read(data_source, reader, schema).column("n").to_pylist() == [3, 4]
 
 
-@pytest.mark.parametrize(
-    ("found", "expected"),
-    [
-        (EqualTo(("dir0",), "a"), ("eq", "dir0", "a", False)),
-        (Not(In(("dir1",), ("a", "b"))), ("in", "dir1", ("a", "b"), True)),
-        (IsNotNull(("dir0",)), ("is_not_null", "dir0", None, False)),
-        (StringStartsWith(("dir0",), "20"), ("starts_with", "dir0", "20", False)),
-    ],
-)
-def test_spark_filters_translate(found: object, expected: tuple[object, ...]) -> None:
-    translated = partition_filter(found)  # type: ignore[arg-type]
-    assert translated is not None
-    assert (translated.op, translated.column, translated.value, translated.negated) == expected
-
-
-def test_filters_on_nested_columns_are_not_translated() -> None:
-    assert partition_filter(EqualTo(("m", "a"), 1)) is None
+def test_a_spec_without_file_filter_reads_every_file(logs: Path) -> None:
+    data_source = source(ScanSpec([str(logs)], "json"))
+    reader = data_source.reader(data_source.schema())
+    assert len([f for p in reader.partitions() for f in p.files]) == 3
 
 
 def test_arrow_types_become_types_spark_reads_back(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from connect_plugin.errors import SettingProtected
 from connect_plugin.server.config_guard import ConfigGuard
 
 ROOT = Path("/srv/gateway-workspace")
-PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+COMMITTER = "spark.sql.sources.outputCommitterClass"
 
 
 @pytest.fixture
@@ -23,26 +23,26 @@ def guard() -> ConfigGuard:
 @pytest.mark.parametrize(
     ("sql", "named"),
     [
-        (f"SET {PUSHDOWN}=false", PUSHDOWN),
-        (f"set `{PUSHDOWN}` = false", PUSHDOWN),
-        (f"/* x */ SET {PUSHDOWN.upper()} = false", PUSHDOWN.upper()),
+        (f"SET {COMMITTER}=false", COMMITTER),
+        (f"set `{COMMITTER}` = false", COMMITTER),
+        (f"/* x */ SET {COMMITTER.upper()} = false", COMMITTER.upper()),
         ("SET spark.sql.sources.commitProtocolClass=my.Protocol", "commitProtocolClass"),
         ("SET spark.sql.sources.outputCommitterClass=my.Committer", "outputCommitterClass"),
         ("SET spark.datasource.connect_plugin_scan.spec={}", "connect_plugin_scan.spec"),
-        (f"RESET {PUSHDOWN}", PUSHDOWN),
+        (f"RESET {COMMITTER}", COMMITTER),
         ("RESET", "RESET without a key"),
         ("reset ;", "RESET without a key"),
         ("SET spark.sql.shuffle.partitions=3; RESET", "RESET without a key"),
-        (f"SELECT 1; SET {PUSHDOWN}=false", PUSHDOWN),
-        (f"BEGIN DECLARE x INT; SET {PUSHDOWN} = false; END", PUSHDOWN),
+        (f"SELECT 1; SET {COMMITTER}=false", COMMITTER),
+        (f"BEGIN DECLARE x INT; SET {COMMITTER} = false; END", COMMITTER),
         ("BEGIN SELECT 1; RESET; END", "RESET without a key"),
-        (f"EXECUTE IMMEDIATE 'SET {PUSHDOWN}=false'", PUSHDOWN),
+        (f"EXECUTE IMMEDIATE 'SET {COMMITTER}=false'", COMMITTER),
         ("BEGIN EXECUTE IMMEDIATE 'RESET'; END", "RESET without a key"),
-        (f"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE \\'RESET {PUSHDOWN}\\''", PUSHDOWN),
-        ("EXECUTE IMMEDIATE 'SET spark.sql.python.' 'filterPushdown.enabled=false'", PUSHDOWN),
+        (f"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE \\'RESET {COMMITTER}\\''", COMMITTER),
+        ("EXECUTE IMMEDIATE 'SET spark.sql.sources.' 'outputCommitterClass=false'", COMMITTER),
         (f"SET spark.my.path={ROOT}/elsewhere", str(ROOT)),
         (f"SET spark.my.path='{ROOT}'", str(ROOT)),
-        (f"SET {PUSHDOWN}='unterminated", PUSHDOWN),
+        (f"SET {COMMITTER}='unterminated", COMMITTER),
     ],
 )
 def test_changes_of_protected_settings_are_refused(
@@ -59,13 +59,13 @@ def test_changes_of_protected_settings_are_refused(
     "sql",
     [
         "SELECT 1",
-        f"SET {PUSHDOWN}",
+        f"SET {COMMITTER}",
         "SET",
         "SET -v",
         "SET spark.sql.shuffle.partitions=3",
         "RESET spark.sql.shuffle.partitions",
-        f"SELECT '{PUSHDOWN}' AS k -- SET {PUSHDOWN}=false",
-        f"SELECT 'SET {PUSHDOWN}=false', 'RESET'",
+        f"SELECT '{COMMITTER}' AS k -- SET {COMMITTER}=false",
+        f"SELECT 'SET {COMMITTER}=false', 'RESET'",
         "SELECT 1 AS reset_count",
         "SELECT `reset` FROM t",
         "EXECUTE IMMEDIATE 'SELECT 1 AS reset_x'",
@@ -81,9 +81,9 @@ def _config(**operation: spark_proto.ConfigRequest.Operation) -> spark_proto.Con
 
 
 def test_config_set_and_unset_of_protected_keys_are_refused(guard: ConfigGuard) -> None:
-    pairs = [spark_proto.KeyValue(key="spark.a", value="1"), spark_proto.KeyValue(key=PUSHDOWN)]
+    pairs = [spark_proto.KeyValue(key="spark.a", value="1"), spark_proto.KeyValue(key=COMMITTER)]
     setting = spark_proto.ConfigRequest.Operation(set=spark_proto.ConfigRequest.Set(pairs=pairs))
-    with pytest.raises(SettingProtected, match=PUSHDOWN):
+    with pytest.raises(SettingProtected, match=COMMITTER):
         guard.check_config(_config(op=setting))
     unset = spark_proto.ConfigRequest.Operation(
         unset=spark_proto.ConfigRequest.Unset(keys=["spark.sql.sources.commitProtocolClass"])
@@ -100,7 +100,7 @@ def test_config_set_and_unset_of_protected_keys_are_refused(guard: ConfigGuard) 
 
 
 def test_config_reads_and_other_keys_pass(guard: ConfigGuard) -> None:
-    get = spark_proto.ConfigRequest.Operation(get=spark_proto.ConfigRequest.Get(keys=[PUSHDOWN]))
+    get = spark_proto.ConfigRequest.Operation(get=spark_proto.ConfigRequest.Get(keys=[COMMITTER]))
     guard.check_config(_config(op=get))
     setting = spark_proto.ConfigRequest.Operation(
         set=spark_proto.ConfigRequest.Set(pairs=[spark_proto.KeyValue(key="spark.a", value="1")])
@@ -120,8 +120,8 @@ def _nested_sql_plan(query: str) -> spark_proto.ExecutePlanRequest:
 
 
 def test_sql_deep_inside_a_plan_is_found(guard: ConfigGuard) -> None:
-    with pytest.raises(SettingProtected, match=PUSHDOWN):
-        asyncio.run(guard.check_plan(_nested_sql_plan(f"SET {PUSHDOWN}=false")))
+    with pytest.raises(SettingProtected, match=COMMITTER):
+        asyncio.run(guard.check_plan(_nested_sql_plan(f"SET {COMMITTER}=false")))
     asyncio.run(guard.check_plan(_nested_sql_plan("SELECT 1")))
     command = spark_proto.ExecutePlanRequest(session_id="s")
     command.plan.command.sql_command.input.sql.query = "RESET"
@@ -131,12 +131,12 @@ def test_sql_deep_inside_a_plan_is_found(guard: ConfigGuard) -> None:
 
 def test_long_sql_is_checked_too(guard: ConfigGuard) -> None:
     padding = "SELECT 1 AS x UNION ALL " * 50_000
-    with pytest.raises(SettingProtected, match=PUSHDOWN):
-        asyncio.run(guard.check_plan(_nested_sql_plan(f"{padding}SELECT 2; SET {PUSHDOWN}=false")))
+    with pytest.raises(SettingProtected, match=COMMITTER):
+        asyncio.run(guard.check_plan(_nested_sql_plan(f"{padding}SELECT 2; SET {COMMITTER}=false")))
 
 
 def test_sql_texts_skip_literals_and_local_data(guard: ConfigGuard) -> None:
     request = _nested_sql_plan("SELECT 1")
     local = request.plan.root.set_op.left_input
-    local.local_relation.data = f"SET {PUSHDOWN}=false".encode()
+    local.local_relation.data = f"SET {COMMITTER}=false".encode()
     assert list(ConfigGuard.sql_texts(request)) == ["SELECT 1"]
