@@ -90,6 +90,20 @@ class ScanReader:
     def read_table(self, files: Iterable[ScanFile] | None = None) -> pa.Table:
         return pa.Table.from_batches(list(self.read(files)), schema=self.schema)
 
+    def count_file(self, scan_file: ScanFile) -> int:
+        """The number of rows ``read_file`` gives for the file, or the error it raises.
+
+        The file is read unless the number is certain without decoding: a
+        projection of no data columns counts records, and a format may know
+        its count from metadata when nothing it holds can fail to convert
+        (``exact_count``).
+        """
+        if not self.counts_only:
+            exact = self.format.exact_count(scan_file, self.decode)
+            if exact is not None:
+                return exact
+        return sum(batch.num_rows for batch in self.read_file(scan_file))
+
     def read_file(self, scan_file: ScanFile) -> Iterator[pa.RecordBatch]:
         where = f"file {scan_file.url}"
         spec = self.plan.spec
@@ -106,13 +120,14 @@ class ScanReader:
     def _file_batches(self, scan_file: ScanFile) -> Iterator[pa.RecordBatch]:
         constants = self.conformer.constants(scan_file)
         conform = self.conformer.conform
-        if self.counts_only:
-            for count in self.format.count_rows(scan_file):
-                yield conform(rows_only(count), constants)
-            return
         in_place = not self.format.has_row_path
         delivered = 0
         try:
+            if self.counts_only:
+                for count in self.format.count_rows(scan_file):
+                    yield conform(rows_only(count), constants)
+                    delivered += count
+                return
             for raw in self.format.native_batches(self.plan, scan_file, self.decode):
                 if in_place:
                     batch = self._conform_in_place(raw, constants, scan_file, delivered)

@@ -150,17 +150,18 @@ class ScanSourceReader(DataSourceReader):
 
 
 class RowCountReader(ScanSourceReader):
-    """One row per file: its record count, found without decoding a value.
+    """One row per file: the number of rows reading it gives (or reading's error).
 
-    A query that only counts rows sums these: Spark then neither turns empty
-    batches into rows nor rows back into anything.
+    A query that only counts rows sums these: each file is read as a query
+    reads it, in the types Spark takes, so the count fails where reading
+    fails and drops what reading drops, but no row goes to Spark.
     """
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         files = partition.files if isinstance(partition, FileGroup) else self.files
-        reader = ScanReader(self.plan)
+        reader = ScanReader(self.plan, spark_arrow_schema(self.plan.schema))
         for scan_file in files:
-            rows = sum(batch.num_rows for batch in reader.read_file(scan_file))
+            rows = reader.count_file(scan_file)
             yield pa.record_batch([pa.array([rows], pa.int64())], schema=self.target)
 
 

@@ -1,9 +1,15 @@
-"""Row counts over a scan read no values: the count rewrite.
+"""Row counts over a scan send no rows to Spark: the count rewrite.
 
-Spark has no column pruning for Python data sources, so a row count
-(``df.count()``: an ungrouped ``Aggregate`` of counts straight over a scan)
-is rewritten here into a scan with no columns, which decodes no values; a
-count of ``1`` or ``*`` goes further and sums per-file counts the scan yields.
+A row count (``df.count()``: an ungrouped ``Aggregate`` of ``count(1)`` or
+``count(*)`` straight over a scan) is rewritten into a scan that yields, per
+file, the number of rows reading that file gives, and a sum of those. The
+scan keeps its columns: a count must fail where reading fails and drop what
+reading drops (bad records, under every policy), so each file is read as a
+query would read it, only its rows never leave the Python worker. Where the
+number is certain without decoding (parquet footers, a projection of no data
+columns), the scan counts without reading values (``ScanReader.count_file``).
+A scan with ``on_error="reject"`` is left alone: its reading fills the
+rejects table.
 """
 
 from __future__ import annotations
@@ -25,23 +31,18 @@ _UNGROUPED = (
 )
 
 
-_DROPPING = (
-    proto.BadRecordPolicy.BAD_RECORD_POLICY_SKIP,
-    proto.BadRecordPolicy.BAD_RECORD_POLICY_REJECT,
-)
+_REJECTING = proto.BadRecordPolicy.BAD_RECORD_POLICY_REJECT
 
 
-def prune_counted_scans(request: Message) -> bool:
-    """Make scans under a bare row count read no columns, and sum per-file counts.
+def push_row_counts(request: Message) -> bool:
+    """Make scans under a bare row count yield per-file row counts, and sum them.
 
     Qualifies: an ungrouped ``Aggregate`` (``df.count()``, ``df.agg(...)``)
     or a ``Project`` (``df.select(F.count("*"))``) straight over a ``Scan``,
-    whose every expression is a count of literals or of ``*``. The scan then
-    decodes no values. When every expression is ``count(1)`` or ``count(*)``
-    (aliased or not), the counts are pushed into the scan as well: it yields
-    one row per file with its record count, and each expression becomes the
-        message = unpack(counted.extension, proto.Scan)
-        if message is None or message.on_error in _DROPPING:
+    whose every expression is ``count(1)`` or ``count(*)``, aliased or not.
+    The scan then yields one row per file with the number of rows reading it
+    gives, and each expression becomes the sum of those, as a count has it
+    (``coalesce(sum(rows), 0)``, a bigint that is never null).
     """
     changed = False
     for relation in walk_relations(request):
@@ -50,17 +51,14 @@ def prune_counted_scans(request: Message) -> bool:
             continue
         counted, expressions = found
         message = unpack(counted.extension, proto.Scan)
-        if message is None or message.on_error in _DROPPING:
+        if message is None or message.on_error == _REJECTING or message.count_rows:
             continue
         names = [_count_name(e) for e in expressions]
-        if not message.count_rows and all(names):
-            message.count_rows = True
-            for expression, name in zip(expressions, names, strict=True):
-                expression.CopyFrom(_sum_of_counts(name or ""))
-        elif not (message.wildcard or message.columns):
+        if not all(names):
             continue
-        message.wildcard = False
-        del message.columns[:]
+        message.count_rows = True
+        for expression, name in zip(expressions, names, strict=True):
+            expression.CopyFrom(_sum_of_counts(name or ""))
         counted.extension.Pack(message)
         changed = True
     return changed

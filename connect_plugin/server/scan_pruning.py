@@ -47,8 +47,9 @@ from connect_plugin.scanning.predicates import (
 )
 from connect_plugin.server.plans import plan_nodes, type_name_of, unpack
 
-MAX_CONDITION_CHARS = 10_000
-"""SQL expression text longer than this is not read for pruning."""
+MAX_CONDITION_CHARS = 4096
+"""SQL expression text read for pruning per request, at most: a request's conditions are
+read on the event loop, so a request full of long texts is read no further than this."""
 
 _SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -70,6 +71,7 @@ def push_file_filters(tree: Message) -> bool:
     ones, so a scan takes the filter of its whole chain.
     """
     relations = [cast(spark_proto.Relation, r) for r in plan_nodes(tree, spark_proto.Relation)]
+    reader = Conditions()
     changed = False
     for scan in relations:
         if _is_scan(scan):
@@ -84,7 +86,8 @@ def push_file_filters(tree: Message) -> bool:
         message = unpack(scan.extension, proto.Scan)
         if message is None or message.file_filter:
             continue
-        found = all_of([Conditions(plan_ids).read(c) for c in conditions])
+        reader.plan_ids = plan_ids
+        found = all_of([reader.read(c) for c in conditions])
         if found is not None:
             text = json.dumps(predicates.to_json(found), sort_keys=True, separators=(",", ":"))
             changed |= _set_file_filter(scan, text)
@@ -134,15 +137,21 @@ def _picks(expression: spark_proto.Expression) -> bool:
 
 
 class Conditions:
-    """Reads conditions into file filters; None stands for a condition not known."""
+    """Reads the conditions of one request into file filters; None stands for a condition
+    not known. ``plan_ids``: the plans a column reference may name (those of the chain)."""
 
-    def __init__(self, plan_ids: frozenset[int]) -> None:
-        self._plan_ids = plan_ids
+    def __init__(self) -> None:
+        self.plan_ids: frozenset[int] = frozenset()
+        self._sql_left = MAX_CONDITION_CHARS
 
     def read(self, expression: spark_proto.Expression) -> FileFilter | None:
         kind = expression.WhichOneof("expr_type")
         if kind == "expression_string":
-            return read_sql(expression.expression_string.expression)
+            text = expression.expression_string.expression
+            if len(text) > self._sql_left:
+                return None
+            self._sql_left -= len(text)
+            return read_sql(text)
         if kind != "unresolved_function":
             return None
         function = expression.unresolved_function
@@ -178,7 +187,7 @@ class Conditions:
         attribute = expression.unresolved_attribute
         if attribute.is_metadata_column:
             return None
-        if attribute.HasField("plan_id") and attribute.plan_id not in self._plan_ids:
+        if attribute.HasField("plan_id") and attribute.plan_id not in self.plan_ids:
             return None
         return _identifier(attribute.unparsed_identifier)
 

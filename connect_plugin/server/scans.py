@@ -59,7 +59,7 @@ from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.requests import Name, ScanFiles
-from connect_plugin.server.scan_counts import prune_counted_scans
+from connect_plugin.server.scan_counts import push_row_counts
 from connect_plugin.server.scan_pruning import push_file_filters
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.tables import Tables
@@ -87,7 +87,7 @@ class ScanHandler(Handler[ScanFiles]):
         return ScanFiles(message)
 
     def rewrite_plan(self, tree: Message) -> bool:
-        counted = prune_counted_scans(tree)
+        counted = push_row_counts(tree)
         return push_file_filters(tree) or counted
 
     async def analyze(self, call: Call, request: ScanFiles) -> Outcome:

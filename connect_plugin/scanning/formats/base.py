@@ -271,3 +271,8 @@ class FileFormat:
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         """Record counts of one file, in pieces, without decoding a value."""
         raise NotImplementedError
+
+    def exact_count(self, scan_file: ScanFile, decode: Decode) -> int | None:
+        """The file's row count when reading ``decode`` from it cannot fail or drop a record,
+        known without decoding; None when only reading tells."""
+        return None

@@ -65,9 +65,18 @@ class DelimitedOptions:
 
 
 class DelimitedFormat(FileFormat):
-    """What csv, tsv and text share: fields of lines, named by a header or by position."""
+    """What csv, tsv and text share: fields of lines, named by a header or by position.
+
+    In csv and tsv (``fixed_width``) every record of a file has as many fields
+    as its header, or as its first record where there is no header, as in
+    Spark's csv reader; a record with fewer or more is a malformed record
+    under ``on_error``, kept by ``null`` with the fields it has (the missing
+    ones null, the extra ones dropped). Drill's ``columns`` list takes
+    records of any width, and so does text.
+    """
 
     default_delimiter = ","
+    fixed_width = False
 
     def __init__(self, spec: ScanSpec) -> None:
         super().__init__(spec)
@@ -125,7 +134,7 @@ class DelimitedFormat(FileFormat):
         self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
     ) -> Iterator[Row]:
         records = self.records(_text_lines(self.lines(scan_file), scan_file, bad))
-        positions, leftovers = self._positions(plan, decode, records, scan_file)
+        positions, leftovers, width = self._positions(plan, decode, records, scan_file)
         converters = [text_converter(f.type) for f in decode.fields]
         names = [f.name for f in decode.fields]
         rescue = decode.rescue is not None
@@ -133,12 +142,24 @@ class DelimitedFormat(FileFormat):
         record_number = -1
         for line_number, fields in records:
             record_number += 1
+            if fields is not None and width is None and self.fixed_width and not self.list_table:
+                width = len(fields)
             if record_number < skip:
                 continue
             if fields is None:
                 if bad.keeps_unreadable():
                     yield nulls
                 continue
+            if width is not None and len(fields) != width:
+                bad.report(
+                    scan_file,
+                    line_number,
+                    f"the record has {len(fields)} fields where the file has {width}",
+                    record=self.delimited.delimiter.join(fields),
+                    kind=RejectKind.MALFORMED_RECORD,
+                )
+                if not bad.keeps_unreadable():
+                    continue
             values: list[Any] = []
             problem = None
             bad_column = None
@@ -173,20 +194,22 @@ class DelimitedFormat(FileFormat):
 
     def _positions(
         self, plan: ScanPlan, decode: Decode, records: Records, scan_file: ScanFile
-    ) -> tuple[list[int | None], list[tuple[str, int]]]:
-        """Where each decoded column sits in a record (by header name, or by position), and
-        the header's fields outside the table with theirs."""
+    ) -> tuple[list[int | None], list[tuple[str, int]], int | None]:
+        """Where each decoded column sits in a record (by header name, or by position), the
+        header's fields outside the table with theirs, and the header's width where records
+        must have it."""
         if self.list_table:
-            return [], []
+            return [], [], None
         if self.has_header:
             header = next(records, (0, []))[1] or []
             present = {name.casefold(): index for index, name in enumerate(header)}
             leftovers = [(name, i) for i, name in enumerate(header) if decode.leftover(name)]
             if decode.watches_fields:
                 self._check_new(decode, [name for name, _ in leftovers], scan_file)
-            return [present.get(f.name.casefold()) for f in decode.fields], leftovers
+            width = len(header) if self.fixed_width and header else None
+            return [present.get(f.name.casefold()) for f in decode.fields], leftovers, width
         order = {f.name.casefold(): index for index, f in enumerate(plan.table.data_fields)}
-        return [order.get(f.name.casefold()) for f in decode.fields], []
+        return [order.get(f.name.casefold()) for f in decode.fields], [], None
 
     def _check_new(self, decode: Decode, names: list[str], scan_file: ScanFile) -> None:
         if decode.fail_on_new and names:
@@ -195,6 +218,7 @@ class DelimitedFormat(FileFormat):
 
 class CsvFormat(DelimitedFormat):
     name = Format.CSV
+    fixed_width = True
     option_names = frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"})
 
     def native_batches(

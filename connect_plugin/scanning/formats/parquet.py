@@ -79,3 +79,35 @@ class ParquetFormat(FileFormat):
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         with self.open(scan_file) as handle:
             yield pq.ParquetFile(handle).metadata.num_rows
+
+    def exact_count(self, scan_file: ScanFile, decode: Decode) -> int | None:
+        """The footer's count, when every decoded column converts without fail.
+
+        A column converts without fail when the file has it in the read type
+        already or in a type that widens to it (a smaller integer, a float to
+        double); any other type may hold a value that does not convert, a bad
+        record, so only reading counts.
+        """
+        with self.open(scan_file) as handle:
+            parquet = pq.ParquetFile(handle)
+            present = {f.name.casefold(): f.type for f in parquet.schema_arrow}
+            if decode.fail_on_new and any(decode.leftover(name) for name in present):
+                return None
+            for wanted in decode.fields:
+                found = present.get(wanted.name.casefold())
+                if found is not None and not _widens(normalize_type(found), wanted.type):
+                    return None
+            count: int = parquet.metadata.num_rows
+            return count
+
+
+def _widens(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether every value of ``source`` casts to ``target`` without error."""
+    types = pa.types
+    if source == target:
+        return True
+    if types.is_integer(source) and types.is_int64(target):
+        return bool(types.is_signed_integer(source) or source.bit_width < 64)
+    if types.is_float64(target):
+        return bool(types.is_integer(source) or types.is_floating(source))
+    return False

@@ -244,18 +244,24 @@ def test_small_batch_limits_lose_no_rows(spark: SparkSession, tmp_path: Path) ->
     )
 
 
-def test_counts_decode_no_values(spark: SparkSession, tmp_path: Path) -> None:
-    """A bad value would fail any scan that decodes it: counting must not."""
+def test_counts_fail_where_reading_fails_and_need_no_values_without_columns(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A value that does not convert fails reading, so it fails counting; no columns, no values."""
     (tmp_path / "bad.json").write_text('{"a": 1}\n{"a": "x"}\n{"a": 3}\n')
     decoded = connect_plugin.scan(spark, str(tmp_path), format="json", schema="a BIGINT")
     with pytest.raises(PythonException, match="line 2"):
         decoded.collect()
-    assert decoded.count() == 3
-    assert connect_plugin.scan(spark, str(tmp_path), format="json", columns=[]).count() == 3
+    with pytest.raises(PythonException, match="line 2"):
+        decoded.count()
     empty = connect_plugin.scan(spark, str(tmp_path), format="json", columns=[])
     assert empty.columns == []
-    assert decoded.select(F.count(F.lit(1)).alias("n")).collect()[0]["n"] == 3
-    named = decoded.agg(F.count("*").alias("n"), F.count(F.lit(1)))
+    assert empty.count() == len(empty.collect()) == 3
+    nulled = connect_plugin.scan(
+        spark, str(tmp_path), format="json", schema="a BIGINT", on_error="null"
+    )
+    assert nulled.select(F.count(F.lit(1)).alias("n")).collect()[0]["n"] == 3
+    named = nulled.agg(F.count("*").alias("n"), F.count(F.lit(1)))
     assert named.dtypes == [("n", "bigint"), ("count(1)", "bigint")]
     assert tuple(named.collect()[0]) == (3, 3)
 

@@ -24,7 +24,7 @@ from connect_plugin.server.plans import (
     nesting_depth,
     walk_relations,
 )
-from connect_plugin.server.scan_counts import prune_counted_scans
+from connect_plugin.server.scan_counts import push_row_counts
 from connect_plugin.server.session_store import SqliteSessionStore
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.statements import first_keyword, recognise
@@ -108,7 +108,7 @@ def test_an_unreadable_scan_under_a_count_is_refused_as_a_plan_error(
     aggregate.input.extension.value = b"\x0a\xff"
     request = spark_proto.ExecutePlanRequest(session_id=SESSION)
     request.plan.root.CopyFrom(count)
-    assert not prune_counted_scans(request)
+    assert not push_row_counts(request)
     dispatcher = Dispatcher(Config(), registry, lambda *_: True)
     with pytest.raises(PlanError, match="cannot be read"):
         dispatcher.plugin_work(request, SESSION)

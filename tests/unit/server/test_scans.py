@@ -13,7 +13,7 @@ from pyspark.sql.connect.plan import Aggregate, LogicalPlan, Project
 
 from connect_plugin import proto
 from connect_plugin.client.scan import scan
-from connect_plugin.server.scan_counts import prune_counted_scans
+from connect_plugin.server.scan_counts import push_row_counts
 
 SESSION = "8f5c3c4e-0000-4000-8000-000000000001"
 
@@ -60,7 +60,7 @@ def aggregate(child: LogicalPlan, *columns: Column, grouping: tuple[Column, ...]
 
 
 def pruned(built: spark_proto.ExecutePlanRequest) -> tuple[bool, proto.Scan]:
-    changed = prune_counted_scans(built)
+    changed = push_row_counts(built)
     root = built.plan.root
     child = root.aggregate.input if root.HasField("aggregate") else root.project.input
     message = proto.Scan()
@@ -85,11 +85,12 @@ def test_the_client_builds_a_scan_stamped_with_its_session() -> None:
 
 
 def test_counts_over_a_scan_become_sums_of_per_file_counts() -> None:
+    """The scan keeps its columns: each file is read as a query reads it, to count alike."""
     for counted, name in ((F.count(F.lit(1)), "count(1)"), (F.count("*").alias("n"), "n")):
         built = request(aggregate(scan_plan(), counted))
         changed, message = pruned(built)
         assert changed
-        assert (list(message.columns), message.wildcard, message.count_rows) == ([], False, True)
+        assert (list(message.columns), message.wildcard, message.count_rows) == ([], True, True)
         (expression,) = built.plan.root.aggregate.aggregate_expressions
         assert list(expression.alias.name) == [name]
         coalesced = expression.alias.expr.unresolved_function
@@ -103,13 +104,11 @@ def test_counts_over_a_scan_become_sums_of_per_file_counts() -> None:
     assert list(built.plan.root.project.expressions[0].alias.name) == ["count(1)"]
 
 
-def test_other_counts_of_literals_read_no_columns_but_count_in_spark() -> None:
-    built = request(aggregate(scan_plan(), F.count(F.lit(5))))
+def test_a_skipping_scan_counts_what_reading_keeps() -> None:
+    built = request(aggregate(scan_plan(on_error="skip", columns=["a"]), F.count(F.lit(1))))
     changed, message = pruned(built)
     assert changed
-    assert (list(message.columns), message.wildcard, message.count_rows) == ([], False, False)
-    function = built.plan.root.aggregate.aggregate_expressions[0].unresolved_function
-    assert function.function_name == "count"
+    assert (list(message.columns), message.count_rows) == (["a"], True)
 
 
 @pytest.mark.parametrize(
@@ -119,14 +118,22 @@ def test_other_counts_of_literals_read_no_columns_but_count_in_spark() -> None:
         lambda: aggregate(scan_plan(), F.count_distinct(F.lit(1))),
         lambda: aggregate(scan_plan(), F.count(F.lit(1)), F.max("a")),
         lambda: aggregate(scan_plan(), F.count(F.lit(1)), grouping=(F.col("dir0"),)),
-        lambda: aggregate(scan_plan(on_error="skip"), F.count(F.lit(1))),
+        lambda: aggregate(scan_plan(), F.count(F.lit(5))),
         lambda: aggregate(scan_plan(on_error="reject"), F.count(F.lit(1))),
         lambda: Project(scan_plan(), [F.col("a")]),
     ],
-    ids=["count-a-column", "distinct", "other-aggregate", "grouped", "skip", "reject", "plain-select"],
+    ids=[
+        "count-a-column",
+        "distinct",
+        "other-aggregate",
+        "grouped",
+        "count-of-another-literal",
+        "reject",
+        "plain-select",
+    ],
 )
 def test_anything_else_keeps_its_columns(build: Any) -> None:
     built = request(build())
     before = built.SerializeToString()
-    assert not prune_counted_scans(built)
+    assert not push_row_counts(built)
     assert built.SerializeToString() == before
