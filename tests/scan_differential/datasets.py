@@ -101,8 +101,16 @@ class DataSet:
         return f"{base}.gz" if self.gzip else base
 
     def data_columns(self) -> tuple[str, ...]:
-        """The union of the files' columns, in the fixed order of ``DATA_COLUMNS``."""
-        present = {name for data_file in self.files for name in data_file.columns}
+        """The union of the files' columns, in the fixed order of ``DATA_COLUMNS``.
+
+        A json file has no header: one without records adds no column.
+        """
+        present = {
+            name
+            for data_file in self.files
+            if data_file.rows or self.format != "json"
+            for name in data_file.columns
+        }
         return tuple(name for name in DATA_COLUMNS if name in present)
 
     def partition_columns(self) -> tuple[str, ...]:

@@ -277,8 +277,6 @@ def column_values(data_set: DataSet, column: str) -> list[Value]:
             return []
         placeholder = Path("/root")
         return [file_value(data_set, f, column, placeholder) for f in data_set.files]
-    if column not in data_set.data_columns():
-        return ["a"]
     values = [
         row[data_file.columns.index(column)]
         for data_file in data_set.files
@@ -287,7 +285,8 @@ def column_values(data_set: DataSet, column: str) -> list[Value]:
     ]
     if data_set.format == "csv":
         return [_as_csv_text(v) for v in values if v is not None] or ["a"]
-    return [v for v in values if v is not None] or ([0] if column in ("id", "qty") else ["a"])
+    placeholder: Value = {"id": 0, "qty": 0, "ok": True}.get(column, "a")
+    return [v for v in values if v is not None] or [placeholder]
 
 
 def _as_csv_text(value: Value) -> str:
