@@ -295,7 +295,7 @@ def _error_text(error: Exception) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     if not lines:
         return type(error).__name__
-    cause = [line for line in lines[1:] if re.match(r"[A-Za-z_][\w.]*: ", line)][-1:]
+    cause = [line for line in lines[1:] if re.match(r"[\w.]*(Error|Exception|Invalid)\w*: ", line)][-1:]
     return " / ".join([f"{type(error).__name__}: {lines[0]}", *cause])
 
 

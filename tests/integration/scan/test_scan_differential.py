@@ -49,10 +49,13 @@ from tests.scan_differential.datasets import BadRecord, DataFile, DataSet, data_
 from tests.scan_differential.driver import Explorer
 from tests.scan_differential.queries import (
     Count,
+    Distinct,
     GroupCount,
+    Limit,
     Pred,
     Rows,
     SelfJoin,
+    Union,
     sequences,
 )
 from tests.scan_differential.runner import Case, Disagreement, run_case
@@ -142,11 +145,24 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Rows((Pred("dir0", "=", "a"),)), Rows()),
         ),
     ),
-    "a self-join after a filter loses rows (issue 23)": (
+    "a self-join after a filter keeps every row (issue 23)": (
         "frame",
         Case(
             DataSet("json", "lines", "hive", _hive_json(2, 2)),
             (Rows((Pred("month", "=", 1),)), SelfJoin("month", (), ())),
+        ),
+    ),
+    "a union after a filter on suffix loses every row (4-min run)": (
+        "view",
+        Case(
+            DataSet(
+                "parquet",
+                "parquet",
+                "hive",
+                (DataFile(("month=b",), "part0", ("id", "qty"), ((0, None), (1, 2))),),
+                projection=("suffix", "id"),
+            ),
+            (Distinct(("suffix",), (Pred("suffix", "<>", "parquet"),)), Union((), ())),
         ),
     ),
     "count() of json with a malformed line under fail succeeds (issue 23)": (
@@ -176,6 +192,56 @@ FINDS: dict[str, tuple[str, Case]] = {
                 on_error="skip",
             ),
             (Count(), Rows()),
+        ),
+    ),
+    "a csv file with a short row reads empty fields as '' despite nullValue '' (10-min run)": (
+        "view",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "hive",
+                (
+                    DataFile(
+                        ("month=1",),
+                        "part0",
+                        ("id", "qty"),
+                        ((0, None), (1, 7)),
+                        (BadRecord(0, "short", 1000),),
+                    ),
+                ),
+                on_error="null",
+            ),
+            (GroupCount("qty"),),
+        ),
+    ),
+    "count() of csv with a short row under null fails while reading pads it (10-min run)": (
+        "frame",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "dirs",
+                (DataFile((), "part0", ("id", "qty"), (), (BadRecord(0, "short", 1000),)),),
+                on_error="null",
+                projection=("id",),
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "a limit under fail returns a short csv row of a bad file (10-min run)": (
+        "frame",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "hive",
+                (
+                    DataFile(("month=3",), "part0", ("id", "qty"), ((0, 1),)),
+                    DataFile(("month=1",), "part1", ("id", "qty"), (), (BadRecord(0, "short", 1001),)),
+                ),
+            ),
+            (Count((Pred("month", "=", 3),)), Limit(1, (Pred("month", "=", 1),))),
         ),
     ),
 }
