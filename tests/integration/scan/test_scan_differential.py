@@ -6,8 +6,8 @@ folders; drifting columns; bad records; gzip) and a sequence of steps on
 ONE scan of it (``queries.py``): filters on partition, file and data
 columns, then none; counts, groups, distinct, limits, unions of
 differently filtered copies, self-joins, ``cache``/``unpersist`` and a new
-scan with the same arguments. ``test_frame_sequences`` runs the steps on
-one ``connect_plugin.scan`` DataFrame, ``test_view_sequences`` on one
+scan with the same arguments. ``test_sequences[frame]`` runs the steps on
+one ``connect_plugin.scan`` DataFrame, ``test_sequences[view]`` on one
 ``CREATE TEMPORARY VIEW ... USING scan`` view. Each answer is compared
 with the same query over ``spark.read`` and over DuckDB's readers of the
 same files (``references.py``), and a query that has to read a bad
