@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.object_store import ObjectStore, running_object_store
+from tests.scan_differential import budget
 from tests.unit.fuzz.harness import summary
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
@@ -28,6 +29,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="Seconds of fuzzing split between the fuzz tests (default 30)",
     )
+    parser.addoption(
+        budget.OPTION,
+        type=float,
+        default=None,
+        metavar="N",
+        help="Seconds of random scan query sequences split between the differential scan "
+        f"tests (default {budget.DEFAULT_SECONDS:g}, derandomized; given, new cases every run)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -41,6 +50,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if lines:
         terminalreporter.section("fuzzing")
         for line in lines:
+            terminalreporter.write_line(line)
+    differential = budget.summary(terminalreporter.config)
+    if differential:
+        terminalreporter.section("scan differential")
+        for line in differential:
             terminalreporter.write_line(line)
 
 

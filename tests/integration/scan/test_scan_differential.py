@@ -1,0 +1,261 @@
+"""Differential test of scans: random data sets and query sequences against Spark and DuckDB.
+
+A case is a data set (``tests/scan_differential/datasets.py``: json lines,
+arrays and documents, csv with a header, parquet; hive or ``dirN``
+folders; drifting columns; bad records; gzip) and a sequence of steps on
+ONE scan of it (``queries.py``): filters on partition, file and data
+columns, then none; counts, groups, distinct, limits, unions of
+differently filtered copies, self-joins, ``cache``/``unpersist`` and a new
+scan with the same arguments. ``test_sequences[frame]`` runs the steps on
+one ``connect_plugin.scan`` DataFrame, ``test_sequences[view]`` on one
+``CREATE TEMPORARY VIEW ... USING scan`` view. Each answer is compared
+with the same query over ``spark.read`` and over DuckDB's readers of the
+same files (``references.py``), and a query that has to read a bad
+record under ``on_error="fail"`` must fail, whatever it is (``count()``
+included).
+
+Deliberate differences, never compared:
+- types: numbers are compared as values (the scan widens whole numbers to
+  bigint and int to double across files, Spark types hive keys as int);
+  csv is read as text by all three, since the scan keeps csv fields as
+  strings; float values to 12 significant digits;
+- names: ``dirN`` and the implicit columns (``filename``, ``filepath``,
+  ``fqn``, ``suffix``) are derived in the reference queries from each
+  reader's file path; the scan's column order is not compared, only its
+  set of columns (by name) and the rows as multisets;
+- a ``limit`` is compared by size and as a part of the unlimited rows;
+- where a reference cannot say what the scan says (listed in
+  ``references.py``), only the other one is asked.
+
+The default run spends ``budget.DEFAULT_SECONDS`` between the two
+generative tests, derandomized; ``--scan-fuzz-seconds N`` spends N seconds
+on fresh cases and lists every kind of disagreement it found. Each find
+is kept below as a fixed case (``FINDS``), run in every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+
+from tests.scan_differential import budget
+from tests.scan_differential.datasets import BadRecord, DataFile, DataSet, data_sets
+from tests.scan_differential.driver import Explorer
+from tests.scan_differential.queries import (
+    Count,
+    Distinct,
+    GroupCount,
+    Limit,
+    Pred,
+    Rows,
+    SelfJoin,
+    Union,
+    sequences,
+)
+from tests.scan_differential.runner import Case, Disagreement, run_case
+
+GENERATIVE_TESTS = 2
+
+
+@pytest.fixture(scope="module")
+def connection() -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB in-process, on one thread: the machine's cores belong to Spark."""
+    with duckdb.connect(config={"threads": 1}) as connection:
+        yield connection
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh folder per case, so no scan sees another case's files or cached plan."""
+    base = tmp_path_factory.mktemp("differential")
+    return (base / f"case{n}" for n in itertools.count())
+
+
+def cases() -> st.SearchStrategy[Case]:
+    return data_sets().flatmap(lambda d: sequences(d).map(lambda steps: Case(d, steps)))
+
+
+@pytest.mark.parametrize("route", ["frame", "view"])
+def test_sequences(
+    route: str,
+    request: pytest.FixtureRequest,
+    spark: SparkSession,
+    connection: duckdb.DuckDBPyConnection,
+    roots: Iterator[Path],
+) -> None:
+    config = request.config
+    stats = budget.RouteStats(f"{route} sequences")
+    config.stash.setdefault(budget.STATS, []).append(stats)
+    explorer = Explorer(
+        stats,
+        budget.total_seconds(config) / GENERATIVE_TESTS,
+        long_run=budget.requested_seconds(config) is not None,
+        run=lambda case: run_case(case, route, next(roots), spark, connection),
+    )
+    explorer.explore(cases())
+    if explorer.finds:
+        pytest.fail("\n\n".join(str(found) for found in explorer.finds.values()), pytrace=False)
+
+
+def _hive_json(months: int, rows: int) -> tuple[DataFile, ...]:
+    return tuple(
+        DataFile(
+            (f"month={m}",),
+            "part0",
+            ("id", "name"),
+            tuple((m * 100 + i, f"n{i}") for i in range(rows)),
+        )
+        for m in range(1, months + 1)
+    )
+
+
+FINDS: dict[str, tuple[str, Case]] = {
+    "a hive filter sticks to the next groupBy (issue 23)": (
+        "frame",
+        Case(
+            DataSet("json", "lines", "hive", _hive_json(4, 3)),
+            (GroupCount("month"), Count((Pred("month", "=", 3),)), GroupCount("month")),
+        ),
+    ),
+    "a hive filter sticks to the next count of a view (issue 23)": (
+        "view",
+        Case(
+            DataSet("json", "lines", "hive", _hive_json(4, 3)),
+            (Count((Pred("month", "=", 2),)), Count()),
+        ),
+    ),
+    "a dir0 filter sticks to the next rows (issue 23)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (
+                    DataFile(("a",), "part0", ("id",), ((1,), (2,))),
+                    DataFile(("b",), "part1", ("id",), ((3,),)),
+                ),
+            ),
+            (Rows((Pred("dir0", "=", "a"),)), Rows()),
+        ),
+    ),
+    "a self-join after a filter keeps every row (issue 23)": (
+        "frame",
+        Case(
+            DataSet("json", "lines", "hive", _hive_json(2, 2)),
+            (Rows((Pred("month", "=", 1),)), SelfJoin("month", (), ())),
+        ),
+    ),
+    "a union after a filter on suffix loses every row (4-min run)": (
+        "view",
+        Case(
+            DataSet(
+                "parquet",
+                "parquet",
+                "hive",
+                (DataFile(("month=b",), "part0", ("id", "qty"), ((0, None), (1, 2))),),
+                projection=("suffix", "id"),
+            ),
+            (Distinct(("suffix",), (Pred("suffix", "<>", "parquet"),)), Union((), ())),
+        ),
+    ),
+    "count() of json with a malformed line under fail succeeds (issue 23)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (DataFile((), "part0", ("id",), ((1,), (2,)), (BadRecord(1, "garbage", 1000),)),),
+            ),
+            (Count(),),
+        ),
+    ),
+    "a short csv row is no bad record: skip keeps it (issue 23)": (
+        "frame",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "dirs",
+                (
+                    DataFile(
+                        (), "part0", ("id", "name"), ((1, "a"),), (BadRecord(1, "short", 1000),)
+                    ),
+                ),
+                on_error="skip",
+            ),
+            (Count(), Rows()),
+        ),
+    ),
+    "a csv file with a short row reads empty fields as '' despite nullValue '' (10-min run)": (
+        "view",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "hive",
+                (
+                    DataFile(
+                        ("month=1",),
+                        "part0",
+                        ("id", "qty"),
+                        ((0, None), (1, 7)),
+                        (BadRecord(0, "short", 1000),),
+                    ),
+                ),
+                on_error="null",
+            ),
+            (GroupCount("qty"),),
+        ),
+    ),
+    "count() of csv with a short row under null fails while reading pads it (10-min run)": (
+        "frame",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "dirs",
+                (DataFile((), "part0", ("id", "qty"), (), (BadRecord(0, "short", 1000),)),),
+                on_error="null",
+                projection=("id",),
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "a limit under fail returns a short csv row of a bad file (10-min run)": (
+        "frame",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "hive",
+                (
+                    DataFile(("month=3",), "part0", ("id", "qty"), ((0, 1),)),
+                    DataFile(("month=1",), "part1", ("id", "qty"), (), (BadRecord(0, "short", 1001),)),
+                ),
+            ),
+            (Count((Pred("month", "=", 3),)), Limit(1, (Pred("month", "=", 1),))),
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FINDS))
+def test_find(
+    name: str,
+    spark: SparkSession,
+    connection: duckdb.DuckDBPyConnection,
+    roots: Iterator[Path],
+) -> None:
+    route, case = FINDS[name]
+    try:
+        run_case(case, route, next(roots), spark, connection)
+    except Disagreement as found:
+        pytest.fail(str(found), pytrace=False)

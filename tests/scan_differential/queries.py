@@ -1,0 +1,362 @@
+"""Random sequences of queries on one scan, each as SQL (views, references) and as DataFrame calls.
+
+Every query is a value with a Python ``repr``, so a find is kept as a
+literal. A sequence runs on ONE scan DataFrame or ONE SQL view: pushed
+filters, Spark Connect's plan cache, temporary views and ``cache()`` all
+keep state between the queries of a sequence, and wrong answers hide there.
+
+``Query.needs_bad_file`` answers, for a data set whose bad records must
+fail the query (``on_error="fail"``), whether the query has to read one:
+only a filter on a partition or file column can rule a file out, since
+those have one value per file; a row limit may stop before any bad record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.scan_differential.datasets import (
+    GHOST,
+    IMPLICIT_COLUMNS,
+    DataFile,
+    DataSet,
+    Value,
+)
+
+STEP_KINDS = (
+    *("rows", "rows", "count", "count", "group", "distinct", "limit", "union", "join"),
+    *("cache", "unpersist", "rescan"),
+)
+"""Queries twice as often as state changes; plain rows and counts most often."""
+OPS = ("=", "<>", "<", ">=", "in", "is null", "is not null", "like")
+
+
+@dataclass(frozen=True)
+class Pred:
+    """``column op value``, negated with SQL's three-valued NOT when ``negated``."""
+
+    column: str
+    op: str
+    value: Any = None
+    negated: bool = False
+
+    def sql(self, quote: str, qualifier: str = "") -> str:
+        column = f"{qualifier}{quote}{self.column}{quote}"
+        if self.op == "in":
+            text = f"{column} IN ({', '.join(literal(v) for v in self.value)})"
+        elif self.op in ("is null", "is not null"):
+            text = f"{column} {self.op.upper()}"
+        elif self.op == "like":
+            text = f"{column} LIKE {literal(self.value)}"
+        else:
+            text = f"{column} {self.op} {literal(self.value)}"
+        return f"NOT ({text})" if self.negated else f"({text})"
+
+    def on_file(self, value: Value) -> bool | None:
+        """The predicate for a file's value of a per-file column, with SQL's nulls."""
+        if self.op == "is null":
+            result: bool | None = value is None
+        elif self.op == "is not null":
+            result = value is not None
+        elif value is None:
+            return None
+        elif self.op == "in":
+            result = value in self.value
+        elif self.op == "like":
+            pattern = "".join(".*" if c == "%" else re.escape(c) for c in self.value)
+            result = re.fullmatch(pattern, str(value), re.DOTALL) is not None
+        else:
+            result = _compare(self.op, value, self.value)
+        return (not result) if self.negated else result
+
+
+Filter = tuple[Pred, ...]
+"""Predicates joined with AND; empty for no filter."""
+
+
+def where_sql(where: Filter, quote: str, qualifier: str = "") -> str:
+    return " AND ".join(p.sql(quote, qualifier) for p in where) or "TRUE"
+
+
+def literal(value: Value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _compare(op: str, left: Any, right: Any) -> bool:
+    if op == "=":
+        return bool(left == right)
+    if op == "<>":
+        return bool(left != right)
+    if op == "<":
+        return bool(left < right)
+    return bool(left >= right)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Every row that passes the filter."""
+
+    where: Filter = ()
+
+
+@dataclass(frozen=True)
+class Count:
+    """``count()`` of the rows that pass (``df.count()`` itself when unfiltered)."""
+
+    where: Filter = ()
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """Rows per value of ``key``."""
+
+    key: str
+    where: Filter = ()
+
+
+@dataclass(frozen=True)
+class Distinct:
+    columns: tuple[str, ...]
+    where: Filter = ()
+
+
+@dataclass(frozen=True)
+class Limit:
+    """At most ``n`` rows that pass: compared by size and as a sub-multiset."""
+
+    n: int
+    where: Filter = ()
+
+
+@dataclass(frozen=True)
+class Union:
+    """The rows passing ``left`` followed by the rows passing ``right``, of the same scan."""
+
+    left: Filter
+    right: Filter
+
+
+@dataclass(frozen=True)
+class SelfJoin:
+    """The scan joined with itself on ``id``, each side filtered: left id, right ``column``."""
+
+    column: str
+    left: Filter
+    right: Filter
+
+
+@dataclass(frozen=True)
+class Cache:
+    """``df.cache()`` / ``CACHE LAZY TABLE``: later queries read the cached rows."""
+
+
+@dataclass(frozen=True)
+class Unpersist:
+    """``df.unpersist()`` / ``UNCACHE TABLE``."""
+
+
+@dataclass(frozen=True)
+class Rescan:
+    """A new ``scan()`` with the same arguments / ``CREATE OR REPLACE`` of the same view."""
+
+
+Query = Rows | Count | GroupCount | Distinct | Limit | Union | SelfJoin
+Step = Query | Cache | Unpersist | Rescan
+
+
+def reference_sql(query: Query, view: str, columns: Sequence[str], quote: str) -> str:
+    """The query over a reference view, its columns listed (a limit is left to the comparison)."""
+    listed = ", ".join(f"{quote}{c}{quote}" for c in columns)
+    return _sql(query, view, listed, quote, with_limit=False)
+
+
+def scan_sql(query: Query, view: str) -> str:
+    """The query over the scan's SQL view, ``*`` where the scan's own column order shows."""
+    return _sql(query, view, "*", "`", with_limit=True)
+
+
+def _sql(query: Query, view: str, listed: str, quote: str, with_limit: bool) -> str:
+    def q(name: str) -> str:
+        return f"{quote}{name}{quote}"
+
+    if isinstance(query, Rows):
+        return f"SELECT {listed} FROM {view} WHERE {where_sql(query.where, quote)}"
+    if isinstance(query, Count):
+        return f"SELECT count(*) FROM {view} WHERE {where_sql(query.where, quote)}"
+    if isinstance(query, GroupCount):
+        key = q(query.key)
+        return (
+            f"SELECT {key}, count(*) FROM {view} WHERE {where_sql(query.where, quote)} "
+            f"GROUP BY {key}"
+        )
+    if isinstance(query, Distinct):
+        picked = ", ".join(q(c) for c in query.columns)
+        return f"SELECT DISTINCT {picked} FROM {view} WHERE {where_sql(query.where, quote)}"
+    if isinstance(query, Limit):
+        limit = f" LIMIT {query.n}" if with_limit else ""
+        return f"SELECT {listed} FROM {view} WHERE {where_sql(query.where, quote)}{limit}"
+    if isinstance(query, Union):
+        return (
+            f"SELECT {listed} FROM {view} WHERE {where_sql(query.left, quote)} UNION ALL "
+            f"SELECT {listed} FROM {view} WHERE {where_sql(query.right, quote)}"
+        )
+    left, right = where_sql(query.left, quote, "l."), where_sql(query.right, quote, "r.")
+    return (
+        f"SELECT l.{q('id')}, r.{q(query.column)} FROM {view} l JOIN {view} r "
+        f"ON l.{q('id')} = r.{q('id')} WHERE {left} AND {right}"
+    )
+
+
+def needs_bad_file(query: Query, data_set: DataSet, root: Path) -> bool:
+    """Whether the query must read a record of a file with bad records (see the module)."""
+    if isinstance(query, Limit):
+        return False
+    if isinstance(query, Union):
+        return _reads_bad(query.left, data_set, root) or _reads_bad(query.right, data_set, root)
+    if isinstance(query, SelfJoin):
+        return _reads_bad(query.left, data_set, root) and _reads_bad(query.right, data_set, root)
+    data_preds = [p for p in query.where if not is_file_column(data_set, p.column)]
+    if len(data_preds) > 1:
+        return False
+    return _reads_bad(query.where, data_set, root)
+
+
+def _reads_bad(where: Filter, data_set: DataSet, root: Path) -> bool:
+    for data_file in data_set.bad_files():
+        verdicts = [
+            p.on_file(file_value(data_set, data_file, p.column, root))
+            for p in where
+            if is_file_column(data_set, p.column)
+        ]
+        if all(verdict is True for verdict in verdicts):
+            return True
+    return False
+
+
+def is_file_column(data_set: DataSet, column: str) -> bool:
+    """Columns with one value per file: partition and implicit columns."""
+    return column in IMPLICIT_COLUMNS or column in data_set.partition_columns() or (
+        data_set.partitioning == "dirs" and re.fullmatch(r"dir\d+", column) is not None
+    )
+
+
+def file_value(data_set: DataSet, data_file: DataFile, column: str, root: Path) -> Value:
+    """The value a per-file column has for every row of ``data_file``."""
+    path = root / data_file.relative(data_set)
+    if column == "filename":
+        return path.name
+    if column == "filepath":
+        return str(path.parent)
+    if column == "fqn":
+        return str(path)
+    if column == "suffix":
+        return path.suffix.lstrip(".")
+    if column.startswith("dir"):
+        index = int(column[3:])
+        return data_file.folders[index] if index < len(data_file.folders) else None
+    value = data_file.hive_values().get(column)
+    return int(value) if value is not None and data_set.hive_is_int(column) else value
+
+
+def column_values(data_set: DataSet, column: str) -> list[Value]:
+    """Values a filter on ``column`` may compare with: those in the data, as the scan types them."""
+    if is_file_column(data_set, column):
+        if column in ("filepath", "fqn"):
+            return []
+        placeholder = Path("/root")
+        return [file_value(data_set, f, column, placeholder) for f in data_set.files]
+    values = [
+        row[data_file.columns.index(column)]
+        for data_file in data_set.files
+        if column in data_file.columns
+        for row in data_file.rows
+    ]
+    if data_set.format == "csv":
+        return [_as_csv_text(v) for v in values if v is not None] or ["a"]
+    placeholder: Value = {"id": 0, "qty": 0, "ok": True}.get(column, "a")
+    return [v for v in values if v is not None] or [placeholder]
+
+
+def _as_csv_text(value: Value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@st.composite
+def preds(draw: st.DrawFn, data_set: DataSet, column: str) -> Pred:
+    """A predicate on ``column`` that the column's type allows, its values from the data."""
+    values = column_values(data_set, column)
+    negated = draw(st.integers(0, 4)) == 0
+    if column in ("filepath", "fqn"):
+        folder = draw(st.sampled_from([f for d in data_set.files for f in d.folders] or ["x"]))
+        return Pred(column, "like", f"%/{folder}" + ("" if column == "filepath" else "/%"), negated)
+    kinds = {type(v) for v in values}
+    is_bool = kinds == {bool}
+    ops = ("=", "is null") if is_bool else OPS if kinds == {str} else OPS[:-1]
+    op = draw(st.sampled_from(ops))
+    if op in ("is null", "is not null"):
+        return Pred(column, op, None, negated)
+    if op == "in":
+        picked = draw(st.lists(st.sampled_from(values), min_size=1, max_size=3, unique=True))
+        return Pred(column, op, tuple(picked), negated)
+    value = draw(st.sampled_from(values))
+    if op == "like":
+        return Pred(column, op, str(value)[:1] + "%", negated)
+    return Pred(column, op, value, negated)
+
+
+@st.composite
+def filters(draw: st.DrawFn, data_set: DataSet) -> Filter:
+    """No filter, or one or two predicates, mostly on partition and file columns."""
+    columns = [c for c in data_set.columns() if c != GHOST]
+    per_file = [c for c in columns if is_file_column(data_set, c)]
+    count = draw(st.sampled_from((0, 1, 1, 2)))
+    picked = []
+    for _ in range(count):
+        pool = per_file if per_file and draw(st.integers(0, 2)) > 0 else columns
+        picked.append(draw(preds(data_set, draw(st.sampled_from(pool)))))
+    return tuple(picked)
+
+
+@st.composite
+def steps(draw: st.DrawFn, data_set: DataSet) -> Step:
+    columns = [c for c in data_set.columns() if c != GHOST]
+    kind = draw(st.sampled_from(STEP_KINDS))
+    if kind == "cache":
+        return Cache()
+    if kind == "unpersist":
+        return Unpersist()
+    if kind == "rescan":
+        return Rescan()
+    if kind in ("union", "join"):
+        left, right = draw(filters(data_set)), draw(filters(data_set))
+        if kind == "union":
+            return Union(left, right)
+        return SelfJoin(draw(st.sampled_from(columns)), left, right)
+    where = draw(filters(data_set))
+    if kind == "group":
+        return GroupCount(draw(st.sampled_from(columns)), where)
+    if kind == "distinct":
+        picked = draw(st.lists(st.sampled_from(columns), min_size=1, max_size=2, unique=True))
+        return Distinct(tuple(picked), where)
+    if kind == "limit":
+        return Limit(draw(st.integers(0, 5)), where)
+    return Rows(where) if kind == "rows" else Count(where)
+
+
+def sequences(data_set: DataSet) -> st.SearchStrategy[tuple[Step, ...]]:
+    """2-7 steps on one scan, never starting with a state change that does nothing."""
+    return st.lists(steps(data_set), min_size=2, max_size=7).map(tuple)

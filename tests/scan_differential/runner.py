@@ -1,0 +1,305 @@
+"""Running one case: a data set written to disk, a scan of it, and a sequence of queries compared.
+
+Results are compared as multisets of rows, values normalised so that the
+readers' deliberate differences do not count: every number as a float of
+12 significant digits (the scan widens int to bigint and hive keys to
+bigint, Spark reads hive keys as int, DuckDB as BIGINT), booleans and
+text as they are. A ``Limit`` is compared by its size and as a
+sub-multiset of the unlimited reference rows. A step where the scan and a
+reference differ raises ``Disagreement``, whose message is the whole
+reproduction (``Case`` literal, files, steps) and whose ``signature``
+groups finds of one kind.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import connect_plugin
+from tests.scan_differential.datasets import DataSet
+from tests.scan_differential.queries import (
+    Cache,
+    Count,
+    Distinct,
+    GroupCount,
+    Limit,
+    Query,
+    Rescan,
+    Rows,
+    Step,
+    Union,
+    Unpersist,
+    needs_bad_file,
+    reference_sql,
+    scan_sql,
+    where_sql,
+)
+from tests.scan_differential.references import (
+    DuckDBReference,
+    Reference,
+    SparkReference,
+    spark_supports,
+)
+
+SHOWN_ROWS = 12
+Normalised = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A data set and the steps run on one scan of it (``frame``: a DataFrame; ``view``: SQL)."""
+
+    data_set: DataSet
+    steps: tuple[Step, ...]
+
+
+class Disagreement(AssertionError):
+    """The scan's answer to a step is not what the references give."""
+
+    def __init__(self, signature: str, message: str) -> None:
+        super().__init__(message)
+        self.signature = signature
+
+
+@dataclass
+class Tally:
+    """What one case ran: queries on the scan, and comparisons with each reference."""
+
+    queries: int = 0
+    compared: Counter[str] = field(default_factory=Counter)
+
+
+def normalise(value: Any) -> Any:
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | float | Decimal):
+        return float(f"{float(value):.12g}")
+    if isinstance(value, list | tuple):
+        return tuple(normalise(v) for v in value)
+    return str(value)
+
+
+def _rows(rows: Sequence[Sequence[Any]]) -> Counter[Normalised]:
+    return Counter(tuple(normalise(v) for v in row) for row in rows)
+
+
+class ScanUnderTest:
+    """The scan, one DataFrame (``frame``) or one SQL view (``view``), queried step after step."""
+
+    def __init__(self, spark: SparkSession, data_set: DataSet, root: Path, route: str) -> None:
+        self.spark, self.data_set, self.root, self.route = spark, data_set, root, route
+        self.view = f"scan_{uuid.uuid4().hex[:12]}"
+        self.frame: DataFrame | None = None
+        self.rescan()
+
+    def rescan(self) -> None:
+        data_set = self.data_set
+        if self.route == "frame":
+            self.frame = connect_plugin.scan(
+                self.spark,
+                str(self.root),
+                format=data_set.format,
+                partitioning=data_set.partitioning,
+                columns=None if data_set.projection is None else list(data_set.projection),
+                on_error=data_set.on_error,
+                options=data_set.options() or None,
+            )
+            return
+        options = {
+            "path": str(self.root),
+            "format": data_set.format,
+            "partitioning": data_set.partitioning,
+            "on_error": data_set.on_error,
+            **data_set.options(),
+        }
+        if data_set.projection is not None:
+            options["columns"] = ", ".join(data_set.projection)
+        listed = ", ".join(f"{key} '{value}'" for key, value in options.items())
+        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {self.view} USING scan OPTIONS ({listed})")
+
+    def columns(self) -> list[str]:
+        frame = self.frame if self.route == "frame" else self.spark.table(self.view)
+        assert frame is not None
+        return list(frame.columns)
+
+    def change(self, step: Cache | Unpersist | Rescan) -> None:
+        if isinstance(step, Rescan):
+            self.rescan()
+        elif self.route == "view":
+            verb = "CACHE LAZY TABLE" if isinstance(step, Cache) else "UNCACHE TABLE IF EXISTS"
+            self.spark.sql(f"{verb} {self.view}").collect()
+        elif isinstance(step, Cache):
+            assert self.frame is not None
+            self.frame.cache()
+        else:
+            assert self.frame is not None
+            self.frame.unpersist()
+
+    def run(self, query: Query) -> list[tuple[Any, ...]]:
+        """The rows the scan gives, whole rows in the data set's column order."""
+        wanted = self.data_set.columns()
+        if self.route == "view":
+            result = self.spark.sql(scan_sql(query, self.view)).collect()
+        else:
+            result = self._frame_rows(query)
+        if isinstance(query, Rows | Limit | Union):
+            return [tuple(row.asDict()[c] for c in wanted) for row in result]
+        if isinstance(query, Count) and isinstance(result, int):
+            return [(result,)]
+        return [tuple(row) for row in result]
+
+    def _frame_rows(self, query: Query) -> Any:
+        frame = self.frame
+        assert frame is not None
+
+        def where(filters: Any) -> DataFrame:
+            return frame.where(where_sql(filters, "`")) if filters else frame
+
+        if isinstance(query, Rows):
+            return where(query.where).collect()
+        if isinstance(query, Count):
+            return where(query.where).count()
+        if isinstance(query, GroupCount):
+            return where(query.where).groupBy(query.key).count().collect()
+        if isinstance(query, Distinct):
+            return where(query.where).select(*query.columns).distinct().collect()
+        if isinstance(query, Limit):
+            return where(query.where).limit(query.n).collect()
+        if isinstance(query, Union):
+            return where(query.left).unionAll(where(query.right)).collect()
+        left, right = where(query.left).alias("l"), where(query.right).alias("r")
+        joined = left.join(right, F.col("l.id") == F.col("r.id"))
+        return joined.select(F.col("l.id"), F.col(f"r.`{query.column}`")).collect()
+
+    def close(self) -> None:
+        if self.route == "view":
+            self.spark.sql(f"UNCACHE TABLE IF EXISTS {self.view}").collect()
+            self.spark.catalog.dropTempView(self.view)
+        elif self.frame is not None:
+            self.frame.unpersist()
+
+
+@contextmanager
+def references(
+    spark: SparkSession, connection: duckdb.DuckDBPyConnection, data_set: DataSet, root: Path,
+    paths: Sequence[Path],
+) -> Iterator[list[Reference]]:  # fmt: skip
+    made: list[SparkReference | DuckDBReference] = [
+        DuckDBReference(connection, data_set, root, paths)
+    ]
+    try:
+        if spark_supports(data_set):
+            made.append(SparkReference(spark, data_set, root))
+        yield list(made)
+    finally:
+        for reference in made:
+            reference.drop()
+
+
+def run_case(
+    case: Case, route: str, root: Path, spark: SparkSession, connection: duckdb.DuckDBPyConnection
+) -> Tally:
+    """Write the case's files under ``root``, then run and compare its steps on one scan."""
+    data_set = case.data_set
+    paths = data_set.write(root)
+    tally = Tally()
+    report = _Report(case, route, root)
+    with references(spark, connection, data_set, root, paths) as refs:
+        scan = ScanUnderTest(spark, data_set, root, route)
+        try:
+            got = scan.columns()
+            if sorted(got) != sorted(data_set.columns()):
+                report.fail(-1, "columns", f"scan columns {got}, expected {list(data_set.columns())}")
+            for index, step in enumerate(case.steps):
+                if isinstance(step, Cache | Unpersist | Rescan):
+                    scan.change(step)
+                    continue
+                tally.queries += 1
+                _check(scan, step, index, refs, report, tally)
+        finally:
+            scan.close()
+    return tally
+
+
+def _check(
+    scan: ScanUnderTest, query: Query, index: int, refs: Sequence[Reference], report: _Report,
+    tally: Tally,
+) -> None:  # fmt: skip
+    data_set = scan.data_set
+    failing = data_set.on_error == "fail" and bool(data_set.bad_files())
+    must_fail = failing and needs_bad_file(query, data_set, scan.root)
+    expected = {ref.name: ref.run(reference_sql(query, ref.view, data_set.columns(), ref.quote))
+                for ref in refs}  # fmt: skip
+    try:
+        got = scan.run(query)
+    except Exception as error:
+        if failing:
+            return
+        report.fail(index, "scan failed", f"scan raised {_error_text(error)}", expected)
+        return
+    if must_fail:
+        report.fail(index, "no error", "scan gave rows where a bad record must fail the query",
+                    expected, got)  # fmt: skip
+    for name, rows in expected.items():
+        tally.compared[name] += 1
+        ours, theirs = _rows(got), _rows(rows)
+        if isinstance(query, Limit):
+            size = min(query.n, sum(theirs.values()))
+            if sum(ours.values()) != size or ours - theirs:
+                report.fail(index, f"limit vs {name}", f"{size} rows from the reference's",
+                            expected, got)  # fmt: skip
+        elif ours != theirs:
+            report.fail(index, f"rows vs {name}", f"rows differ from {name}", expected, got)
+
+
+@dataclass
+class _Report:
+    case: Case
+    route: str
+    root: Path
+
+    def fail(
+        self, index: int, kind: str, what: str,
+        expected: dict[str, list[tuple[Any, ...]]] | None = None,
+        got: list[tuple[Any, ...]] | None = None,
+    ) -> None:  # fmt: skip
+        step = self.case.steps[index] if index >= 0 else None
+        signature = f"{self.route}:{type(step).__name__ if step else 'Scan'}:{kind}"
+        lines = [
+            f"{signature}: {what}",
+            f"route {self.route}, step {index}: {step!r}",
+            f"case = {self.case!r}",
+            self.case.data_set.describe(self.root),
+        ]
+        if got is not None:
+            lines.append(f"scan   : {_shown(got)}")
+        for name, rows in (expected or {}).items():
+            lines.append(f"{name:7s}: {_shown(rows)}")
+        raise Disagreement(signature, "\n".join(lines))
+
+
+def _error_text(error: Exception) -> str:
+    """The error's class, first line and, for a worker's traceback, its last line (the cause)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    cause = [line for line in lines[1:] if re.match(r"[\w.]*(Error|Exception|Invalid)\w*: ", line)][-1:]
+    return " / ".join([f"{type(error).__name__}: {lines[0]}", *cause])
+
+
+def _shown(rows: Sequence[Sequence[Any]]) -> str:
+    ordered = sorted((tuple(normalise(v) for v in r) for r in rows), key=repr)
+    more = f" ... ({len(ordered)} rows)" if len(ordered) > SHOWN_ROWS else ""
+    return repr(ordered[:SHOWN_ROWS]) + more
