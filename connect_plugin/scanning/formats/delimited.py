@@ -160,12 +160,13 @@ class DelimitedFormat(FileFormat):
                 )
                 if not bad.keeps_unreadable():
                     continue
+            cells = self._cells(fields)
             values: list[Any] = []
             problem = None
             bad_column = None
             rescued: dict[str, Any] = {}
             for name, position, convert in zip(names, positions, converters, strict=True):
-                text = fields[position] if position is not None and position < len(fields) else None
+                text = cells[position] if position is not None and position < len(cells) else None
                 try:
                     values.append(convert(text))
                 except BadValue as exc:
@@ -174,9 +175,9 @@ class DelimitedFormat(FileFormat):
                         rescued[name] = text
                     elif problem is None:
                         problem, bad_column = f"column '{name}': expected {exc}", name
-            values += [fields[i] if i < len(fields) else None for i in decode.elements]
+            values += [cells[i] if i < len(cells) else None for i in decode.elements]
             if decode.whole_list:
-                values.append(fields)
+                values.append(cells)
             if problem is not None and not bad.keeps(
                 scan_file,
                 line_number,
@@ -187,10 +188,17 @@ class DelimitedFormat(FileFormat):
                 continue
             if rescue:
                 for name, position in leftovers:
-                    if position < len(fields):
-                        rescued[name] = fields[position]
+                    if position < len(cells) and cells[position] is not None:
+                        rescued[name] = cells[position]
                 values.append(rescued_text(rescued, scan_file.url) if rescued else None)
             yield tuple(values)
+
+    def _cells(self, fields: list[str]) -> list[str | None]:
+        """A record's fields as the columnar reader takes them: ``nullValue`` text is null."""
+        null_value = self.delimited.null_value
+        if null_value is None:
+            return list(fields)
+        return [None if field == null_value else field for field in fields]
 
     def _positions(
         self, plan: ScanPlan, decode: Decode, records: Records, scan_file: ScanFile

@@ -371,3 +371,15 @@ def test_records_skipped_or_nulled_go_to_the_reject_sink(tmp_path: Path, policy:
     ]
     assert "malformed json" in sink.rejects[0].reason
     assert "column 'a'" in sink.rejects[1].reason
+
+
+def test_null_value_holds_on_the_row_path_too(tmp_path: Path) -> None:
+    """A ragged record sends the file to the row path, which reads ``nullValue`` as the
+    columnar reader does."""
+    options = {"header": "true", "nullValue": ""}
+    write_text(tmp_path / "ragged" / "a.csv", "id,qty\n1000\n0,\n1,7\n")
+    write_text(tmp_path / "even" / "a.csv", "id,qty\n0,\n1,7\n")
+    ragged = scan(tmp_path / "ragged", "csv", options=options, on_error="null")
+    even = scan(tmp_path / "even", "csv", options=options)
+    assert rows(ragged)[1:] == rows(even) == [{"id": "0", "qty": None}, {"id": "1", "qty": "7"}]
+    assert rows(ragged)[0] == {"id": "1000", "qty": None}
