@@ -158,6 +158,10 @@ class SchemaEvolutionError(ScanError):
     """A file has columns the fixed schema lacks and ``evolution`` is ``fail_on_new_columns``."""
 
 
+class MissingColumn(ScanError):
+    """A projected column that no file has, under ``missing_columns='error'``."""
+
+
 class BadRecord(ScanError):
     """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""
 

@@ -21,6 +21,7 @@ from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.options import (
     Compression,
     Evolution,
+    MissingColumns,
     OnError,
     Partitioning,
     ScanChoice,
@@ -59,6 +60,7 @@ def scan(
     on_error: str = "fail",
     rejects_table: str | None = None,
     compression: str = "auto",
+    missing_columns: str = "null",
     max_rows: int | None = None,
     max_bytes: int | None = None,
     options: Mapping[str, str] | None = None,
@@ -108,6 +110,10 @@ def scan(
             action refills it; another scan naming it replaces it.
         compression: ``auto`` (by extension: ``.gz``, ``.bz2``, ``.zst``),
             ``none``, ``gzip``, ``bzip2`` or ``zstd``; for json, csv, tsv and text.
+        missing_columns: What a column named in ``columns`` that no file
+            has and ``schema`` does not name gives: ``null`` (a string column
+            of nulls, as in Drill) or ``error`` (the scan fails, naming it
+            and the columns there are: a typo shows at once).
         max_rows: Rows per Arrow batch at most (1 to 65536; 4096 by default).
         max_bytes: Arrow buffer bytes per batch at most (16 MiB by default).
         options: Reader options (``json_format``: ``auto``, ``lines``,
@@ -165,6 +171,9 @@ def scan(
     if rejects_table:
         message.rejects_table = rejects_table
     message.compression = _value(proto.Compression, "compression", compression, Compression)
+    message.missing_columns = _value(
+        proto.MissingColumns, "missing_columns", missing_columns, MissingColumns
+    )
     message.limits.max_rows = max_rows or 0
     message.limits.max_bytes = max_bytes or 0
     message.options.update({str(k): str(v) for k, v in (options or {}).items()})

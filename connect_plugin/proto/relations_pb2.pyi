@@ -21,6 +21,11 @@ class BadRecordPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BAD_RECORD_POLICY_NULL: _ClassVar[BadRecordPolicy]
     BAD_RECORD_POLICY_REJECT: _ClassVar[BadRecordPolicy]
 
+class MissingColumns(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MISSING_COLUMNS_NULL: _ClassVar[MissingColumns]
+    MISSING_COLUMNS_ERROR: _ClassVar[MissingColumns]
+
 class Evolution(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     EVOLUTION_UNSPECIFIED: _ClassVar[Evolution]
@@ -47,6 +52,8 @@ BAD_RECORD_POLICY_FAIL: BadRecordPolicy
 BAD_RECORD_POLICY_SKIP: BadRecordPolicy
 BAD_RECORD_POLICY_NULL: BadRecordPolicy
 BAD_RECORD_POLICY_REJECT: BadRecordPolicy
+MISSING_COLUMNS_NULL: MissingColumns
+MISSING_COLUMNS_ERROR: MissingColumns
 EVOLUTION_UNSPECIFIED: Evolution
 EVOLUTION_ADD_NEW_COLUMNS: Evolution
 EVOLUTION_FAIL_ON_NEW_COLUMNS: Evolution
@@ -116,7 +123,7 @@ class ReadTempTable(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Scan(_message.Message):
-    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression", "rejects_table", "file_filter")
+    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression", "rejects_table", "file_filter", "missing_columns")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -149,6 +156,7 @@ class Scan(_message.Message):
     COMPRESSION_FIELD_NUMBER: _ClassVar[int]
     REJECTS_TABLE_FIELD_NUMBER: _ClassVar[int]
     FILE_FILTER_FIELD_NUMBER: _ClassVar[int]
+    MISSING_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     files: Scan.Files
     table: str
@@ -167,7 +175,8 @@ class Scan(_message.Message):
     compression: Compression
     rejects_table: str
     file_filter: str
-    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ..., rejects_table: _Optional[str] = ..., file_filter: _Optional[str] = ...) -> None: ...
+    missing_columns: MissingColumns
+    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ..., rejects_table: _Optional[str] = ..., file_filter: _Optional[str] = ..., missing_columns: _Optional[_Union[MissingColumns, str]] = ...) -> None: ...
 
 class BatchLimits(_message.Message):
     __slots__ = ("max_rows", "max_bytes")

@@ -78,6 +78,15 @@ class Evolution(ScanChoice):
         return self is not Evolution.ADD_NEW_COLUMNS
 
 
+class MissingColumns(ScanChoice):
+    """What a projected column that no file has and the schema does not name gives."""
+
+    NULL = "null"
+    """A string column of nulls, as in Drill."""
+    ERROR = "error"
+    """An error naming the column and the columns there are (Polars' ``missing_columns='raise'``)."""
+
+
 class Compression(ScanChoice):
     """How the bytes of json, csv, tsv and text files are compressed."""
 
@@ -89,6 +98,7 @@ class Compression(ScanChoice):
 
 
 _ALIASES: Mapping[type[ScanChoice], Mapping[str, str]] = {
+    MissingColumns: {"raise": "error", "insert": "null"},
     Compression: {"gz": "gzip", "bz2": "bzip2", "zst": "zstd", "uncompressed": "none"},
     Evolution: {
         "addnewcolumns": "add_new_columns",
@@ -147,7 +157,7 @@ SCAN_KEYS = frozenset(
     {
         "path", "paths", "table", "format", "columns", "schema", "strict", "evolution",
         "on_error", "partitioning", "rescued_column", "compression", "max_rows", "max_bytes",
-        "sample_bytes", "rejects_table",
+        "sample_bytes", "rejects_table", "missing_columns",
     }
 )  # fmt: skip
 """Option names of the scan itself; any other option is a reader option of the format."""
@@ -180,6 +190,7 @@ class ScanOptions:
     max_bytes: int | None = None
     sample_bytes: int | None = None
     rejects_table: str | None = None
+    missing_columns: MissingColumns = MissingColumns.NULL
     reader: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -229,6 +240,9 @@ class ScanOptions:
             max_bytes=numbers.get("max_bytes"),
             sample_bytes=numbers.get("sample_bytes"),
             rejects_table=text.get("rejects_table") or None,
+            missing_columns=choice(
+                "option 'missing_columns'", text.get("missing_columns", "null"), MissingColumns
+            ),
             reader=reader,
         )
 
@@ -274,6 +288,7 @@ class ScanOptions:
             max_bytes=DEFAULT_MAX_BYTES if self.max_bytes is None else self.max_bytes,
             sample_bytes=DEFAULT_SAMPLE_BYTES if self.sample_bytes is None else self.sample_bytes,
             rejects_table=self.rejects_table,
+            missing_columns=self.missing_columns,
         )
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from connect_plugin.errors import MissingColumn
 from connect_plugin.scanning.files import ScanFile, list_files
 from connect_plugin.scanning.formats import FileSample
-from connect_plugin.scanning.options import Evolution
+from connect_plugin.scanning.options import Evolution, MissingColumns
 from connect_plugin.scanning.projection import (
     Kind,
     OutputColumn,
@@ -80,6 +81,7 @@ def plan_scan(spec: ScanSpec) -> ScanPlan:
     table = resolve_table(spec, files, None)
     columns = resolve_projection(spec, table, partitions)
     if not _wants_samples(spec, columns):
+        _check_missing(spec, table, columns)
         return ScanPlan(spec, files, table, columns, partitions)
     key = (spec.cache_key(), tuple((f.path, f.size, f.mtime_ns) for f in files))
     cached = _CACHE.get(key)
@@ -91,9 +93,25 @@ def plan_scan(spec: ScanSpec) -> ScanPlan:
         spellings = _spellings(files, samples)
         _CACHE.put(key, (table, spellings))
     columns = resolve_projection(spec, table, partitions)
+    _check_missing(spec, table, columns)
     return ScanPlan(
         spec, files, table, columns, partitions, spellings, from_cache=cached is not None
     )
+
+
+def _check_missing(spec: ScanSpec, table: TableSchema, columns: Sequence[OutputColumn]) -> None:
+    """Under ``missing_columns='error'``, a projected column found nowhere fails the scan."""
+    if spec.missing_columns is not MissingColumns.ERROR:
+        return
+    missing = [column.name for column in columns if column.kind is Kind.MISSING]
+    if missing:
+        named = ", ".join(f"'{name}'" for name in missing)
+        there = ", ".join(f.name for f in table.data_fields) or "none"
+        raise MissingColumn(
+            f"column(s) {named} of the scan's columns are in no file and not in its schema "
+            f"(the columns are: {there}); check the spelling, or scan with "
+            "missing_columns='null' to read such a column as nulls"
+        )
 
 
 def _wants_samples(spec: ScanSpec, columns: Sequence[OutputColumn]) -> bool:

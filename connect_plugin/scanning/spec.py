@@ -31,6 +31,7 @@ from connect_plugin.scanning.options import (
     Compression,
     Evolution,
     Format,
+    MissingColumns,
     OnError,
     Partitioning,
     boolean,
@@ -103,6 +104,8 @@ class ScanSpec:
     """The temp table of ``on_error="reject"`` (``reject_errors`` when not named)."""
     rejects_folder: str | None = None
     """Where Spark's workers write the rejects, one parquet file per file read; the gateway sets it."""
+    missing_columns: MissingColumns = MissingColumns.NULL
+    """What a projected column found in no file and not in the schema gives."""
     file_filter: FileFilter | None = None
     """What the query's filter says of partition and file columns: files it rules out are
     not opened. The gateway sets it from the ``Filter`` above the scan."""
@@ -115,6 +118,11 @@ class ScanSpec:
         set_field(self, "provided_schema", _schema(self.provided_schema))
         set_field(self, "partitioning", choice("partitioning", self.partitioning, Partitioning))
         set_field(self, "on_error", choice("on_error", self.on_error, OnError))
+        set_field(
+            self,
+            "missing_columns",
+            choice("missing_columns", self.missing_columns, MissingColumns),
+        )
         reader, storage = split_storage_options(_text_map(self.options))
         _, more_storage = split_storage_options(_text_map(self.storage_options))
         set_field(self, "options", format_class(self.format).check_options(reader))
@@ -217,6 +225,7 @@ class ScanSpec:
             "compression": self.compression.value,
             "rejects_table": self.rejects_table,
             "rejects_folder": self.rejects_folder,
+            "missing_columns": self.missing_columns.value,
             "file_filter": None if self.file_filter is None else predicates.to_json(self.file_filter),
         }
 
@@ -248,6 +257,7 @@ class ScanSpec:
             "version", "paths", "format", "columns", "schema", "strict", "partitioning",
             "on_error", "max_rows", "max_bytes", "options", "sample_bytes", "evolution",
             "rescued_column", "compression", "rejects_table", "rejects_folder", "file_filter",
+            "missing_columns",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:

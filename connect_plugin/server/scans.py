@@ -44,6 +44,7 @@ from connect_plugin.scanning.options import (
     Compression,
     Evolution,
     Format,
+    MissingColumns,
     OnError,
     Partitioning,
     ScanOptions,
@@ -226,6 +227,11 @@ class Scans:
             ),
             rejects_table=message.rejects_table or None,
             file_filter=_file_filter(message.file_filter),
+            missing_columns=choice(
+                "missing_columns",
+                proto.word_of(proto.MissingColumns, message.missing_columns),
+                MissingColumns,
+            ),
         )
 
     async def _table(

@@ -361,3 +361,23 @@ def test_a_scan_reads_only_through_its_own_session(
     """Straight to Spark, without the gateway, the plugin relation is refused by Spark."""
     with pytest.raises(SparkConnectGrpcException):
         connect_plugin.scan(direct, str(drifting), format="json").collect()
+
+
+def test_a_misspelt_column_is_nulls_or_with_missing_columns_error_an_error(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    write_json(tmp_path / "a.json", [{"id": 1, "amount": 2.5}])
+    nulls = connect_plugin.scan(spark, str(tmp_path), format="json", columns=["id", "amuont"])
+    assert rows(nulls) == [{"id": 1, "amuont": None}]
+    strict = connect_plugin.scan(
+        spark, str(tmp_path), format="json", columns=["id", "amuont"], missing_columns="error"
+    )
+    with pytest.raises(AnalysisException, match=r"'amuont'.*the columns are: id, amount"):
+        strict.collect()
+    with pytest.raises(AnalysisException, match=r"'amuont'.*the columns are: id, amount"):
+        spark.sql(
+            f"CREATE TEMPORARY VIEW misspelt USING scan OPTIONS (path '{tmp_path}', "
+            "format 'json', columns 'id, amuont', missing_columns 'error')"
+        )
+    with pytest.raises(ValueError, match="missing_columns must be one of null, error"):
+        connect_plugin.scan(spark, str(tmp_path), format="json", missing_columns="maybe")

@@ -12,7 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.errors import InvalidScanSpec, MissingColumn
+from connect_plugin.scanning import ScanOptions, ScanSpec, plan_scan
+from connect_plugin.scanning.options import MissingColumns
 from tests.unit.scanning.scan_checks import rows, scan, types, write_json, write_parquet
 
 
@@ -163,3 +165,29 @@ def test_empty_values_of_temporal_and_decimal_types(tmp_path: Path) -> None:
     assert row["t"].isoformat() == "1970-01-01T00:00:00+00:00"
     assert str(row["x"]) == "0.00"
     assert row["s"] == {"i": 0}
+
+
+def test_missing_columns_error_names_the_column_and_the_columns_there_are(
+    tmp_path: Path,
+) -> None:
+    write_json(tmp_path / "a.json", [{"id": 1, "amount": 2.5}])
+    typo = ScanSpec([str(tmp_path)], "json", columns=["id", "amuont"], missing_columns="error")
+    with pytest.raises(MissingColumn, match=r"'amuont'.*the columns are: id, amount"):
+        plan_scan(typo)
+    assert ScanSpec.from_json(typo.to_json()).missing_columns is MissingColumns.ERROR
+    nulls = plan_scan(ScanSpec([str(tmp_path)], "json", columns=["id", "amuont"]))
+    assert [c.name for c in nulls.columns] == ["id", "amuont"]
+    given = pa.schema([("amuont", pa.float64())])
+    declared = ScanSpec(
+        [str(tmp_path)], "json", columns=["amuont"], provided_schema=given, missing_columns="error"
+    )
+    assert [c.name for c in plan_scan(declared).columns] == ["amuont"]
+
+
+def test_missing_columns_from_sql_options() -> None:
+    options = ScanOptions.parse({"path": "/d", "format": "json", "missing_columns": "ERROR"})
+    assert options.to_spec().missing_columns is MissingColumns.ERROR
+    polars = ScanOptions.parse({"path": "/d", "format": "json", "missing_columns": "raise"})
+    assert polars.missing_columns is MissingColumns.ERROR
+    with pytest.raises(InvalidScanSpec, match="'missing_columns' must be one of null, error"):
+        ScanOptions.parse({"path": "/d", "format": "json", "missing_columns": "fail"})
