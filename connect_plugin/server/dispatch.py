@@ -21,6 +21,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
+from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.plans import Extension, extensions, replace_node, unpack
 from connect_plugin.server.requests import Request
@@ -104,12 +105,15 @@ class Dispatcher:
         self._registry = registry
         self._has_tables = has_tables
 
-    def plugin_work(self, tree: Message, session_id: str, depth: int = 0) -> list[Work]:
-        """The plugin relations in ``tree`` (a request, or a plugin relation's input)."""
+    def plugin_work(
+        self, tree: Message, session_id: str, depth: int = 0, cached: CachedScans = ()
+    ) -> list[Work]:
+        """The plugin relations in ``tree`` (a request, or a plugin relation's input);
+        ``cached``: the session's scans in persisted plans, which rewrites leave alone."""
         found = self._found(tree)
         for name in {e.type_name for e in found}:
             handler = self._registry.for_message(name)
-            if handler is not None and handler.rewrite_plan(tree):
+            if handler is not None and handler.rewrite_plan(tree, cached):
                 found = self._found(tree)
         works = []
         for extension in found:
@@ -131,7 +135,9 @@ class Dispatcher:
                     f"plugin relations nest deeper than {MAX_PLUGIN_NESTING} inside each other"
                 )
             inner = [
-                w for r in request.inputs() for w in self.plugin_work(r, session_id, depth + 1)
+                w
+                for r in request.inputs()
+                for w in self.plugin_work(r, session_id, depth + 1, cached)
             ]
             works.append(Work(extension.holder, extension.type_name, request, inner))  # type: ignore[arg-type]
         return works

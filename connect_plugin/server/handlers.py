@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import NotSupportedYet
+from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.requests import Request
 from connect_plugin.server.statements import Cursor, Rule
 from connect_plugin.server.upstream import SessionContext
@@ -80,8 +81,11 @@ class Handler(Generic[R]):
     def from_plan(cls, plan: spark_proto.Plan) -> R | None:
         return None
 
-    def rewrite_plan(self, tree: Message) -> bool:
-        """Rewrite a plan tree holding this handler's message before dispatch; True if changed."""
+    def rewrite_plan(self, tree: Message, cached: CachedScans) -> bool:
+        """Rewrite a plan tree holding this handler's message before dispatch; True if changed.
+
+        ``cached``: the session's scans in plans it persisted, to be left as they are.
+        """
         return False
 
     async def analyze(self, call: Call, request: R) -> Outcome:

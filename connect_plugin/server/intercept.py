@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import NotSupportedYet
+from connect_plugin.server.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.clone import Cloner
 from connect_plugin.server.config_guard import ConfigGuard
 from connect_plugin.server.dispatch import Dispatcher, SqlSite
@@ -111,10 +113,17 @@ class PluginHandlers:
             raise NotSupportedYet(f"[{works[0].type_name}] cannot be used in a {method} request")
         return None
 
+    def _cached_scans(self, request: Any) -> Counter[bytes]:
+        session = self._sessions.find(request.user_context.user_id, request.session_id)
+        return Counter() if session is None else session.cached_scans
+
     async def execute_plan(
         self, method: str, request: spark_proto.ExecutePlanRequest, context: Any
     ) -> Interception | None:
-        works = self._dispatch.plugin_work(request, request.session_id)
+        cached = self._cached_scans(request)
+        if cached and clears_cache(request.plan):
+            cached.clear()
+        works = self._dispatch.plugin_work(request, request.session_id, cached=cached)
         site = SqlSite.of(request.plan)
         statement = await self._dispatch.statement(request, site)
         command = self._dispatch.command(request.plan) if statement is None else None
@@ -140,8 +149,14 @@ class PluginHandlers:
     async def analyze_plan(
         self, method: str, request: spark_proto.AnalyzePlanRequest, context: Any
     ) -> Interception | None:
-        """Plugin relations analysed without their side effects."""
-        works = self._dispatch.plugin_work(request, request.session_id)
+        """Plugin relations analysed without their side effects; the scans a persisted plan
+        holds unrewritten are counted as cached (``cached_scans``)."""
+        cached = self._cached_scans(request)
+        works = self._dispatch.plugin_work(request, request.session_id, cached=cached)
+        keys = unrewritten(request)
+        if keys:
+            user_id, session_id = request.user_context.user_id, request.session_id
+            track(request, keys, self._sessions.open(user_id, session_id).cached_scans)
         if not works:
             return None
         call = Call(_context(request, context), _no_progress)

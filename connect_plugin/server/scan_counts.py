@@ -21,6 +21,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
 from connect_plugin.scanning.spark_source import COUNT_COLUMN
+from connect_plugin.server.cached_scans import CachedScans, is_cached
 from connect_plugin.server.plans import type_name_of, unpack, walk_relations
 from connect_plugin.server.upstream import quote_identifier
 
@@ -34,7 +35,7 @@ _UNGROUPED = (
 _REJECTING = proto.BadRecordPolicy.BAD_RECORD_POLICY_REJECT
 
 
-def push_row_counts(request: Message) -> bool:
+def push_row_counts(request: Message, cached: CachedScans = ()) -> bool:
     """Make scans under a bare row count yield per-file row counts, and sum them.
 
     Qualifies: an ungrouped ``Aggregate`` (``df.count()``, ``df.agg(...)``)
@@ -42,7 +43,8 @@ def push_row_counts(request: Message) -> bool:
     whose every expression is ``count(1)`` or ``count(*)``, aliased or not.
     The scan then yields one row per file with the number of rows reading it
     gives, and each expression becomes the sum of those, as a count has it
-    (``coalesce(sum(rows), 0)``, a bigint that is never null).
+    (``coalesce(sum(rows), 0)``, a bigint that is never null). A scan in a
+    plan the client cached is left alone, so the count finds Spark's cache.
     """
     changed = False
     for relation in walk_relations(request):
@@ -52,6 +54,8 @@ def push_row_counts(request: Message) -> bool:
         counted, expressions = found
         message = unpack(counted.extension, proto.Scan)
         if message is None or message.on_error == _REJECTING or message.count_rows:
+            continue
+        if is_cached(message, cached):
             continue
         names = [_count_name(e) for e in expressions]
         if not all(names):

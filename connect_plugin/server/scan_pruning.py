@@ -45,6 +45,7 @@ from connect_plugin.scanning.predicates import (
     any_of,
     none_of,
 )
+from connect_plugin.server.cached_scans import CachedScans, is_cached
 from connect_plugin.server.plans import plan_nodes, type_name_of, unpack
 
 MAX_CONDITION_CHARS = 4096
@@ -64,11 +65,12 @@ _UNKNOWN = object()
 """A literal this module cannot read."""
 
 
-def push_file_filters(tree: Message) -> bool:
+def push_file_filters(tree: Message, cached: CachedScans = ()) -> bool:
     """Give every scan in ``tree`` the file filter of the Filters straight above it.
 
     Returns whether any scan changed. Outer filters are met before inner
-    ones, so a scan takes the filter of its whole chain.
+    ones, so a scan takes the filter of its whole chain. A scan in a plan
+    the client cached gets none, so that the query finds Spark's cache.
     """
     relations = [cast(spark_proto.Relation, r) for r in plan_nodes(tree, spark_proto.Relation)]
     reader = Conditions()
@@ -84,7 +86,7 @@ def push_file_filters(tree: Message) -> bool:
             continue
         scan, conditions, plan_ids = chain
         message = unpack(scan.extension, proto.Scan)
-        if message is None or message.file_filter:
+        if message is None or message.file_filter or is_cached(message, cached):
             continue
         reader.plan_ids = plan_ids
         found = all_of([reader.read(c) for c in conditions])

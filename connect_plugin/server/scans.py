@@ -57,6 +57,7 @@ from connect_plugin.scanning.spark_source import (
     ScanDataSource,
 )
 from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.requests import Name, ScanFiles
@@ -87,9 +88,9 @@ class ScanHandler(Handler[ScanFiles]):
     def from_message(cls, message: proto.Scan) -> ScanFiles:
         return ScanFiles(message)
 
-    def rewrite_plan(self, tree: Message) -> bool:
-        counted = push_row_counts(tree)
-        return push_file_filters(tree) or counted
+    def rewrite_plan(self, tree: Message, cached: CachedScans) -> bool:
+        counted = push_row_counts(tree, cached)
+        return push_file_filters(tree, cached) or counted
 
     async def analyze(self, call: Call, request: ScanFiles) -> Outcome:
         return await self.execute(call, request)

@@ -104,6 +104,8 @@ class Session:
     """Wall-clock time of the last call's start or end (the registry's clock)."""
     persisted_activity: float = 0.0
     scan_source_registered: bool = False
+    cached_scans: collections.Counter[bytes] = field(default_factory=collections.Counter)
+    """Scans in plans the client persisted, which rewrites leave whole (``cached_scans``)."""
     stored: bool = False
     """Whether the store has a row for the session (it has or had a table)."""
     state: Lifecycle = Lifecycle.ACTIVE

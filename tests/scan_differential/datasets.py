@@ -261,6 +261,8 @@ def data_sets(draw: st.DrawFn) -> DataSet:
         empty_is_null=draw(st.booleans()) if file_format == "csv" else True,
         marker=draw(st.booleans()),
     )
+    if not data_set.columns():
+        return _replace_projection(data_set, ("id",))
     if draw(st.booleans()):
         return data_set
     return _replace_projection(data_set, draw(_projection(data_set)))

@@ -244,6 +244,19 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Count((Pred("month", "=", 3),)), Limit(1, (Pred("month", "=", 1),))),
         ),
     ),
+    "files without a record or a partition give a column only when named (scan-fuzz 600 s)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (DataFile((), "part0", ("id",), ()),),
+                projection=("id",),
+            ),
+            (Rows(), Rows(), Count()),
+        ),
+    ),
 }
 
 

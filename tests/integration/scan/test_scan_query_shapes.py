@@ -146,6 +146,7 @@ def test_a_filtered_scan_inside_cttas_and_views_over_scans(
 
 
 def test_a_cached_scan_answers_filtered_and_whole_queries(spark: SparkSession, hive: Path) -> None:
+    """Queries over a cached scan read Spark's cache: the gateway leaves its scan unrewritten."""
     df = connect_plugin.scan(spark, str(hive), format="json", partitioning="hive")
     df.cache()
     try:
@@ -153,10 +154,33 @@ def test_a_cached_scan_answers_filtered_and_whole_queries(spark: SparkSession, h
         assert df.where("month = 2").count() == ROWS
         assert df.count() == MONTHS * ROWS
         assert _months(df) == dict.fromkeys(range(1, MONTHS + 1), ROWS)
+        for query in (df.where("month = 2"), df.groupBy("month").count(), df):
+            assert "InMemoryTableScan" in query._explain_string(extended=False)
+        counted = df.agg(F.count("*"))
+        assert "InMemoryTableScan" in counted._explain_string(extended=False)
     finally:
         df.unpersist()
+    assert "InMemoryTableScan" not in df.where("month = 1")._explain_string(extended=False)
     assert df.where("month = 1").count() == ROWS
     assert df.count() == MONTHS * ROWS
+
+
+def test_a_cached_filtered_scan_is_pruned_and_clearing_the_cache_prunes_again(
+    spark: SparkSession, guarded: Path
+) -> None:
+    """A cached scan reads every file once (as Spark's cache of a plain read would); a cached
+    filtered scan, and any scan once the cache is cleared, prune as before."""
+    df = connect_plugin.scan(spark, str(guarded), format="json", columns=["id", "dir0"])
+    good = df.where("dir0 = 'good'")
+    good.cache()
+    assert good.count() == 2
+    assert "InMemoryTableScan" in good._explain_string(extended=False)
+    good.unpersist()
+    df.cache()
+    with pytest.raises(PythonException, match=r"b\.json"):
+        df.where("dir0 = 'good'").count()
+    spark.catalog.clearCache()
+    assert df.where("dir0 = 'good'").count() == 2
 
 
 CONDITIONS: dict[str, Callable[[DataFrame], DataFrame]] = {

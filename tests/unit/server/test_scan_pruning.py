@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from decimal import Decimal
 
 import pytest
@@ -21,9 +22,10 @@ from connect_plugin.scanning.predicates import (
     NoneOf,
     PartitionFilter,
 )
+from connect_plugin.server.cached_scans import scan_key, scans_in, track, unrewritten
 from connect_plugin.server.plans import plan_nodes
 from connect_plugin.server.scan_pruning import MAX_CONDITION_CHARS, push_file_filters, read_sql
-from tests.unit.server.test_scans import Session, request, scan_plan
+from tests.unit.server.test_scans import Client, Session, request, scan_plan
 
 P = PartitionFilter
 
@@ -178,3 +180,28 @@ def test_requests_without_filters_are_left_alone() -> None:
     before = built.SerializeToString()
     assert not push_file_filters(built)
     assert built.SerializeToString() == before
+
+
+def test_a_scan_of_a_cached_plan_keeps_its_whole_read() -> None:
+    """Its key ignores what the rewrites add, and neither rewrite touches it."""
+    plan = Filter(scan_plan(), F.expr("dir0 = 'a'"))
+    built = request(plan)
+    scan = next(scans_in(built))
+    cached = Counter([scan_key(scan)])
+    assert not push_file_filters(built, cached)
+    assert push_file_filters(built)
+    assert scan_key(next(scans_in(built))) in cached
+
+
+def test_persisting_counts_only_the_scans_a_plan_holds_whole() -> None:
+    cached: Counter[bytes] = Counter()
+    for plan in (scan_plan(), Filter(scan_plan(), F.expr("dir0 = 'a'"))):
+        persist = spark_proto.AnalyzePlanRequest()
+        persist.persist.relation.CopyFrom(plan.plan(Client()))  # type: ignore[arg-type]
+        push_file_filters(persist)
+        track(persist, unrewritten(persist), cached)
+    assert sum(cached.values()) == 1
+    unpersist = spark_proto.AnalyzePlanRequest()
+    unpersist.unpersist.relation.CopyFrom(scan_plan().plan(Client()))  # type: ignore[arg-type]
+    track(unpersist, unrewritten(unpersist), cached)
+    assert not cached
