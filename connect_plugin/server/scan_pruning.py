@@ -52,6 +52,11 @@ MAX_CONDITION_CHARS = 4096
 """SQL expression text read for pruning per request, at most: a request's conditions are
 read on the event loop, so a request full of long texts is read no further than this."""
 
+MAX_CHAIN = 64
+"""Filters and projections between a filter and its scan, at most: each filter walks down
+its chain, so a request of thousands of stacked filters costs no more than this each (the
+filters nearest the scan still prune it)."""
+
 _SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUOTED_NAME = re.compile(r"^`((?:[^`]|``)+)`$")
@@ -117,7 +122,7 @@ def _chain(
     conditions: list[spark_proto.Expression] = []
     plan_ids: set[int] = set()
     node = top
-    while True:
+    for _ in range(MAX_CHAIN + 1):
         if node.HasField("common") and node.common.HasField("plan_id"):
             plan_ids.add(node.common.plan_id)
         if node.HasField("filter"):
@@ -129,6 +134,7 @@ def _chain(
             return node, conditions, frozenset(plan_ids)
         else:
             return None
+    return None
 
 
 def _picks(expression: spark_proto.Expression) -> bool:

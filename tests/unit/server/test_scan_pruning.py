@@ -24,7 +24,12 @@ from connect_plugin.scanning.predicates import (
 )
 from connect_plugin.server.cached_scans import scan_key, scans_in, track, unrewritten
 from connect_plugin.server.plans import plan_nodes
-from connect_plugin.server.scan_pruning import MAX_CONDITION_CHARS, push_file_filters, read_sql
+from connect_plugin.server.scan_pruning import (
+    MAX_CHAIN,
+    MAX_CONDITION_CHARS,
+    push_file_filters,
+    read_sql,
+)
 from tests.unit.server.test_scans import Client, Session, request, scan_plan
 
 P = PartitionFilter
@@ -205,3 +210,13 @@ def test_persisting_counts_only_the_scans_a_plan_holds_whole() -> None:
     unpersist.unpersist.relation.CopyFrom(scan_plan().plan(Client()))  # type: ignore[arg-type]
     track(unpersist, unrewritten(unpersist), cached)
     assert not cached
+
+
+def test_a_long_chain_is_read_no_further_than_max_chain_from_its_scan() -> None:
+    plan: LogicalPlan = scan_plan()
+    for index in range(MAX_CHAIN + 10):
+        plan = Filter(plan, F.col(f"dir{index}").isNull())
+    _, found = file_filter(plan)
+    assert isinstance(found, AllOf)
+    assert len(found.parts) == MAX_CHAIN
+    assert found.parts[-1] == P("is_null", "dir0")
