@@ -244,7 +244,7 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Count((Pred("month", "=", 3),)), Limit(1, (Pred("month", "=", 1),))),
         ),
     ),
-    "files without a record or a partition give a column only when named (scan-fuzz 600 s)": (
+    "files without a record or a partition, a named column (600 s run of the harness)": (
         "frame",
         Case(
             DataSet(
