@@ -220,7 +220,12 @@ def _csv_field(value: Value) -> str:
 
 @st.composite
 def data_sets(draw: st.DrawFn) -> DataSet:
-    """A small data set: 1-5 files of 0-6 rows, partitioned, drifting, maybe with bad records."""
+    """A small data set: 1-5 files of 0-6 rows, partitioned, drifting, maybe with bad records.
+
+    At least one file holds a record: the references type no column of files
+    without one (a json file without records has no columns), so data sets
+    without records are fixed cases of the test instead.
+    """
     file_format = draw(st.sampled_from(("json", "json", "csv", "parquet")))
     layouts = {"json": ("lines", "lines", "array", "documents"), "csv": ("header",)}
     layout = draw(st.sampled_from(layouts.get(file_format, ("parquet",))))
@@ -262,7 +267,7 @@ def data_sets(draw: st.DrawFn) -> DataSet:
         empty_is_null=draw(st.booleans()) if file_format == "csv" else True,
         marker=draw(st.booleans()),
     )
-    assume(data_set.columns())
+    assume(any(data_file.rows for data_file in files))
     if draw(st.booleans()):
         return data_set
     return _replace_projection(data_set, draw(_projection(data_set)))
