@@ -64,7 +64,7 @@ class Pred:
             result: bool | None = value is None
         elif self.op == "is not null":
             result = value is not None
-        elif value is None:
+        elif value is None or self.value is None:
             return None
         elif self.op == "in":
             result = value in self.value

@@ -11,7 +11,9 @@ Spark's ``multiLine`` reads a file as one value, an array or an object.
 ``[`` is an array; a first value that spans lines, or is followed by
 another on its line, makes documents; anything else is read as lines,
 where a broken first line is one bad record, not a reason to misread the
-rest of the file.
+rest of the file: a first value that breaks past its line is still a line
+when one of the next lines is an object, or when every line of the head
+starts one (a pretty-printed object's inner lines never do).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def detect_layout(head: bytes) -> JsonLayout:
             return JsonLayout.LINES
         following = [line for line in decoded[line_end + 1 :].splitlines() if line.strip()]
         if any(_is_object(line) for line in following[:LOOKAHEAD_LINES]):
+            return JsonLayout.LINES
+        if all(line.startswith("{") for line in following):
             return JsonLayout.LINES
         return JsonLayout.DOCUMENTS
     if 0 <= line_end < end:

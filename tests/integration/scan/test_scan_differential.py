@@ -244,6 +244,28 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Count((Pred("month", "=", 3),)), Limit(1, (Pred("month", "=", 1),))),
         ),
     ),
+    "a json file of broken lines only is read as lines, not as one document (600 s run)": (
+        "view",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (
+                    DataFile((), "part0", ("id", "qty"), ((0, None), (1, None))),
+                    DataFile(
+                        (),
+                        "part1",
+                        ("id", "qty"),
+                        (),
+                        (BadRecord(0, "truncated", 1003), BadRecord(0, "truncated", 1004)),
+                    ),
+                ),
+                on_error="null",
+            ),
+            (Rows(), Rows()),
+        ),
+    ),
     "files without a record or a partition, a named column (600 s run of the harness)": (
         "frame",
         Case(

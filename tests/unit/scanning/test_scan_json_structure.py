@@ -97,6 +97,8 @@ def test_record_lines_put_each_element_on_its_own_line_in_whole_blocks() -> None
         (b'{\n  "a": "' + b"x" * 100, JsonLayout.DOCUMENTS),
         (b'{"a": 1,,}\n{"a": 2}\n', JsonLayout.LINES),
         (b'{"a": 1\n{"a": 2}\n', JsonLayout.LINES),
+        (b'{"id": 4, "name": \n{"id": 3, "name": \n', JsonLayout.LINES),
+        (b'{\n  "a": {\n', JsonLayout.DOCUMENTS),
         (b"7\n", JsonLayout.LINES),
         (b"", JsonLayout.LINES),
     ],
