@@ -197,7 +197,11 @@ def test_new_columns_past_the_sample(spark: SparkSession, tmp_path: Path) -> Non
 def test_an_error_that_arrives_on_a_reattached_stream(
     gateway: Gateway, upstream: Upstream, tmp_path: Path
 ) -> None:
-    """The first file's rows fill more than one stream; the second fails after them."""
+    """The first scan's rows fill more than one stream; the second, ten times longer, fails.
+
+    A union keeps the scans' partitions in order, so the first one's rows are
+    sent before the second fails, on any number of cores.
+    """
     if not upstream.embedded:
         pytest.skip("needs the upstream started with a small senderMaxStreamSize")
     (tmp_path / "a.json").write_text(lines([{"n": i, "pad": "x" * 100} for i in range(20_000)]))
@@ -205,7 +209,9 @@ def test_an_error_that_arrives_on_a_reattached_stream(
     (tmp_path / "b.json").write_text(slow + '{"n": \n')
     spark = new_session(gateway.address)
     try:
-        df = connect_plugin.scan(spark, str(tmp_path), format="json")
+        df = connect_plugin.scan(spark, str(tmp_path / "a.json"), format="json").union(
+            connect_plugin.scan(spark, str(tmp_path / "b.json"), format="json")
+        )
         before = gateway.calls("ReattachExecute")
         with pytest.raises(SparkRuntimeException) as caught:
             df.toArrow()
