@@ -190,6 +190,8 @@ class SchemaEvolutionError(ScanError):
 class MissingColumn(ScanError):
     """A projected column that no file has, under ``missing_columns='error'``."""
 
+    error_class = "CONNECT_PLUGIN.SCAN_MISSING_COLUMN"
+
 
 class BadRecord(ScanError):
     """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""

@@ -55,6 +55,7 @@ def test_every_scan_error_has_a_class_of_the_scan() -> None:
         "CONNECT_PLUGIN.SCAN_BAD_RECORD",
         "CONNECT_PLUGIN.SCAN_NEW_COLUMNS",
         "CONNECT_PLUGIN.SCAN_SCHEMA_CONFLICT",
+        "CONNECT_PLUGIN.SCAN_MISSING_COLUMN",
     } <= classes
     assert all(c.startswith("CONNECT_PLUGIN.SCAN") for c in classes)
 

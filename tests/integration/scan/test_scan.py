@@ -252,7 +252,7 @@ def test_counts_fail_where_reading_fails_and_need_no_values_without_columns(
     decoded = connect_plugin.scan(spark, str(tmp_path), format="json", schema="a BIGINT")
     with pytest.raises(SparkRuntimeException, match="line 2"):
         decoded.collect()
-    with pytest.raises(PythonException, match="line 2"):
+    with pytest.raises(SparkRuntimeException, match="line 2"):
         decoded.count()
     empty = connect_plugin.scan(spark, str(tmp_path), format="json", columns=[])
     assert empty.columns == []

@@ -143,6 +143,9 @@ def test_a_bad_record_under_fail(spark: SparkSession, tmp_path: Path) -> None:
         "on_error='reject' to keep them in a rejects table",
     )
     assert not isinstance(caught.value, PythonException)
+    with pytest.raises(SparkRuntimeException) as counted:
+        df.count()
+    assert str(counted.value).splitlines()[0] == first_line(caught.value)
 
 
 def test_a_bad_record_read_through_a_sql_view(spark: SparkSession, tmp_path: Path) -> None:
@@ -168,6 +171,24 @@ def test_a_bad_record_in_a_temporary_tables_query(spark: SparkSession, tmp_path:
     assert caught.value.getCondition() == "CONNECT_PLUGIN.TEMP_TABLE_QUERY_FAILED"
     assert f"failed: [CONNECT_PLUGIN.SCAN_BAD_RECORD] file {path}, line 2: " in first_line(
         caught.value
+    )
+
+
+def test_a_misspelt_column_under_missing_columns_error(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    (tmp_path / "a.json").write_text(lines([{"id": 1, "amount": 2.5}]))
+    df = connect_plugin.scan(
+        spark, str(tmp_path), format="json", columns=["id", "amuont"], missing_columns="error"
+    )
+    with pytest.raises(AnalysisException) as caught:
+        df.collect()
+    assert_leads_with(
+        caught.value,
+        "CONNECT_PLUGIN.SCAN_MISSING_COLUMN",
+        "column(s) 'amuont' of the scan's columns are in no file and not in its schema "
+        "(the columns are: id, amount); check the spelling, or scan with "
+        "missing_columns='null' to read such a column as nulls",
     )
 
 

@@ -177,7 +177,7 @@ def test_a_cached_filtered_scan_is_pruned_and_clearing_the_cache_prunes_again(
     assert "InMemoryTableScan" in good._explain_string(extended=False)
     good.unpersist()
     df.cache()
-    with pytest.raises(PythonException, match=r"b\.json"):
+    with pytest.raises(SparkRuntimeException, match=r"b\.json"):
         df.where("dir0 = 'good'").count()
     spark.catalog.clearCache()
     assert df.where("dir0 = 'good'").count() == 2
