@@ -3,9 +3,20 @@
 Every error a user can cause names the thing it is about (table, file, column,
 line) and says what to do. The gateway maps these classes to gRPC status codes
 in one place (``connect_plugin.server.status``); nothing else decides codes.
+
+Scan errors are mostly raised inside Spark's Python workers, where the only
+thing that reaches the gateway is text: Spark's own error message with the
+worker's traceback in it. So each scan error has an ``error_class``, the
+worker puts it in front of the message (``marked_message``), and the gateway
+finds it again in Spark's text (``find_marked``) to give the client that
+class and message first. Both ends of that protocol live here.
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
 
 
 class ConnectPluginError(Exception):
@@ -99,7 +110,13 @@ class RegistryError(ConnectPluginError):
 
 
 class ScanError(ConnectPluginError):
-    """Base class of errors raised by the scan framework."""
+    """Base class of errors raised by the scan framework.
+
+    ``error_class`` is the condition a client sees (``getCondition()``), the
+    same whether the gateway or a Spark worker raised the error.
+    """
+
+    error_class: ClassVar[str] = "CONNECT_PLUGIN.SCAN"
 
 
 class LoaderStateError(ScanError):
@@ -149,21 +166,37 @@ class InvalidScanSpec(ScanError):
 class ScanPathNotFound(ScanError):
     """A path or glob of a scan matches no file or directory."""
 
+    error_class = "CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND"
+
+
+class UnreadableFile(ScanError):
+    """A file of a scan cannot be opened, decompressed or decoded as its format."""
+
+    error_class = "CONNECT_PLUGIN.SCAN_UNREADABLE_FILE"
+
 
 class SchemaConflict(ScanError):
     """Files give a column types that no widening rule reconciles and no schema settles."""
+
+    error_class = "CONNECT_PLUGIN.SCAN_SCHEMA_CONFLICT"
 
 
 class SchemaEvolutionError(ScanError):
     """A file has columns the fixed schema lacks and ``evolution`` is ``fail_on_new_columns``."""
 
+    error_class = "CONNECT_PLUGIN.SCAN_NEW_COLUMNS"
+
 
 class MissingColumn(ScanError):
     """A projected column that no file has, under ``missing_columns='error'``."""
 
+    error_class = "CONNECT_PLUGIN.SCAN_MISSING_COLUMN"
+
 
 class BadRecord(ScanError):
     """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""
+
+    error_class = "CONNECT_PLUGIN.SCAN_BAD_RECORD"
 
 
 class SettingProtected(ConnectPluginError):
@@ -176,3 +209,74 @@ class QuotaExceeded(ConnectPluginError):
 
 class RegistryInUse(RegistryError):
     """Another gateway holds the lock of the session registry this one was given."""
+
+
+MARKED_MESSAGE_LIMIT = 1000
+"""Characters of a scan error's message the gateway puts on the first line; the whole
+message stays in Spark's text after it."""
+
+MARK_SEARCH_LIMIT = 64 * 1024
+"""Characters at the end of an error text searched for a mark. The mark is the last
+line of a worker's traceback, near the end of Spark's text; this bounds the work on
+errors of any size."""
+
+_MARK = re.compile(
+    re.escape(ScanError.__module__)
+    + r"\.[A-Za-z_][A-Za-z0-9_]*: \[(CONNECT_PLUGIN\.SCAN(?:_[A-Z]+)*)\] ([^\n]*)"
+)
+"""A scan error as the last line of a Python traceback prints it: ``module.Class: message``."""
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A scan error found in text: its class and its one-line message."""
+
+    error_class: str
+    message: str
+
+    @property
+    def first_line(self) -> str:
+        """The line a client should read first, in Spark's ``[CLASS] message`` form."""
+        return f"[{self.error_class}] {self.message}"
+
+
+def marked_message(exc: ScanError) -> str:
+    """``exc``'s message on one line, led by its error class (unchanged if it already is)."""
+    text = str(exc)
+    lead = f"[{exc.error_class}] "
+    if text.startswith(lead):
+        return text
+    return lead + " ".join(text.splitlines())
+
+
+def scan_error_classes() -> frozenset[str]:
+    """The error class of every scan error there is."""
+    found = set()
+    pending: list[type[ScanError]] = [ScanError]
+    while pending:
+        cls = pending.pop()
+        found.add(cls.error_class)
+        pending.extend(cls.__subclasses__())
+    return frozenset(found)
+
+
+def find_marked(text: str) -> Marked | None:
+    """The last scan error in ``text`` printed as a traceback prints it, if any.
+
+    Only a line of the form ``connect_plugin.errors.Name: [CLASS] message``
+    with a known scan error class counts, so no other error is ever taken
+    for one of ours.
+    """
+    window = text[-MARK_SEARCH_LIMIT:]
+    known = scan_error_classes()
+    found: Marked | None = None
+    for match in _MARK.finditer(window):
+        if match.group(1) in known:
+            found = Marked(match.group(1), _bounded(match.group(2).rstrip()))
+    return found
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MARKED_MESSAGE_LIMIT:
+        return message
+    return message[: MARKED_MESSAGE_LIMIT - 3] + "..."

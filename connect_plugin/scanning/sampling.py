@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
-from connect_plugin.errors import ScanError
+from connect_plugin.errors import UnreadableFile
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import FileSample
 from connect_plugin.scanning.spec import ScanSpec
@@ -43,6 +43,8 @@ def sample_file(spec: ScanSpec, scan_file: ScanFile) -> FileSample:
     try:
         sample = spec.file_format.sample(scan_file)
     except (OSError, pa.ArrowException) as exc:
-        raise ScanError(f"cannot read file {scan_file.url} to learn its columns: {exc}") from exc
+        raise UnreadableFile(
+            f"cannot read file {scan_file.url} to learn its columns: {exc}"
+        ) from exc
     nullable = tuple(pa.field(f.name, nullable_type(f.type)) for f in sample.fields)
     return FileSample(nullable, sample.conflicts)

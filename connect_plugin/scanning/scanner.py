@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from connect_plugin.errors import ScanError
+from connect_plugin.errors import UnreadableFile
 from connect_plugin.scanning.conform import Conformer, ConversionFailed, limit_batches, rows_only
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, Decode
@@ -113,7 +113,7 @@ class ScanReader:
                 yield from limit_batches(batch, spec.max_rows, spec.max_bytes, where, rows)
                 rows += batch.num_rows
         except OSError as exc:
-            raise ScanError(f"cannot read {where}: {exc}") from exc
+            raise UnreadableFile(f"cannot read {where}: {exc}") from exc
         finally:
             self._bad.finish_file(scan_file)
 
@@ -137,7 +137,7 @@ class ScanReader:
                 delivered += raw.num_rows
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ConversionFailed) as exc:
             if in_place:
-                raise ScanError(f"cannot read file {scan_file.url}: {exc}") from exc
+                raise UnreadableFile(f"cannot read file {scan_file.url}: {exc}") from exc
             log.info(
                 "file %s: the columnar reader stopped at record %d (%s); reading on row by row",
                 scan_file.url,
@@ -148,7 +148,7 @@ class ScanReader:
                 for raw in row_batches(self.plan, scan_file, self.decode, delivered, self._bad):
                     yield conform(raw, constants)
             except ConversionFailed as failure:
-                raise ScanError(f"cannot read file {scan_file.url}: {failure}") from failure
+                raise UnreadableFile(f"cannot read file {scan_file.url}: {failure}") from failure
 
     def _conform_in_place(
         self, raw: pa.RecordBatch, constants: Sequence[Any], scan_file: ScanFile, first: int

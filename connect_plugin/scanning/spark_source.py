@@ -14,6 +14,8 @@ Spark then calls, in Python workers:
   (and, for ``on_error="reject"``, writing each file's rejects to the
   rejects folder: ``rejects``).
 
+A scan error leaves each of these with its class first (``worker_errors``).
+
 The reader takes no filters from Spark (``pushFilters``): Spark 4.1 to 4.3
 keep the reader that one query's filters narrowed on the data source object
 its analysed plan shares, and hand it to later queries of the same
@@ -51,6 +53,7 @@ from connect_plugin.scanning.rejects import RejectFiles
 from connect_plugin.scanning.scanner import ScanReader
 from connect_plugin.scanning.spark_versions import spark_arrow_schema_of
 from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.worker_errors import reported, reported_batches
 
 SHORT_NAME = "connect_plugin_scan"
 SPEC_OPTION = "spec"
@@ -95,12 +98,14 @@ class ScanDataSource(DataSource):
             self._plan = plan_scan(self.spec())
         return self._plan
 
+    @reported
     def schema(self) -> StructType:
         if self._counts_rows():
             self.plan()
             return StructType([StructField(COUNT_COLUMN, LongType(), nullable=False)])
         return spark_schema(self.plan().schema)
 
+    @reported
     def reader(self, schema: StructType) -> ScanSourceReader:
         if self._counts_rows():
             return RowCountReader(self.plan(), schema, self._min_partitions())
@@ -138,10 +143,12 @@ class ScanSourceReader(DataSourceReader):
         self.files = prune(plan, plan.spec.file_filter)
         self.min_partitions = min_partitions
 
+    @reported
     def partitions(self) -> list[FileGroup]:
         groups = file_groups(self.files, min_groups=self.min_partitions)
         return [FileGroup(index, tuple(group)) for index, group in enumerate(groups)]
 
+    @reported_batches
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         files = partition.files if isinstance(partition, FileGroup) else self.files
         rejects = RejectFiles.of(self.plan.spec)
@@ -157,6 +164,7 @@ class RowCountReader(ScanSourceReader):
     fails and drops what reading drops, but no row goes to Spark.
     """
 
+    @reported_batches
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         files = partition.files if isinstance(partition, FileGroup) else self.files
         reader = ScanReader(self.plan, spark_arrow_schema(self.plan.schema))

@@ -71,13 +71,16 @@ class Interception:
     ``prepare`` (streaming methods) runs first and may yield extra responses
     for the client, such as progress, and set ``request``; ``request``
     replaces the client's request upstream; ``answer`` replies without asking
-    upstream at all; ``finish`` runs once the upstream call has succeeded.
+    upstream at all; ``finish`` runs once the upstream call has succeeded;
+    ``respond`` (methods with one response) turns the upstream's response
+    into the one the client gets.
     """
 
     request: Message | None = None
     answer: Message | None = None
     prepare: Callable[[Interception], AsyncIterator[Message]] | None = None
     finish: Callable[[], Awaitable[None]] | None = None
+    respond: Callable[[bytes], bytes] | None = None
 
 
 RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
@@ -334,6 +337,8 @@ class Forwarder:
             await self._send_initial_metadata(call, context)
             await self._finish(call, context)
             await self._finish_interception(handling, name, context)
+            if handling is not None and handling.respond is not None:
+                return handling.respond(response)
             return response
 
         return forward

@@ -6,6 +6,8 @@ handlers, and the rewritten request goes upstream as the client's own
 operation. Other RPCs that can hold a plan refuse plugin messages. The
 session's own RPCs keep its state right: ReleaseSession stops its writes
 and forgets it once Spark released it, CloneSession copies its tables.
+FetchErrorDetails of a scan error answers what the error's status said
+(``status.scan_error_details``).
 
 Progress of the gateway's own work reaches the client as extra
 ``execution_progress`` responses before Spark's. Their response ids carry a
@@ -35,6 +37,7 @@ from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.status import scan_error_details
 from connect_plugin.server.upstream import SessionContext, Upstream
 from connect_plugin.server.writes import ProgressSink, stop_writes
 
@@ -84,6 +87,7 @@ class PluginHandlers:
             CloneSession=self.clone_session,
             ReleaseExecute=self.release_execute,
             ReattachExecute=self.reattach_execute,
+            FetchErrorDetails=self.fetch_error_details,
         )
         guarded = {name: self._guarded(hooks[name]) for name in plan_methods}
         return {**hooks, **guarded, "Config": self.config_rpc}
@@ -237,6 +241,12 @@ class PluginHandlers:
                 operation_id=request.operation_id,
             )
         )
+
+    async def fetch_error_details(
+        self, method: str, request: spark_proto.FetchErrorDetailsRequest, context: Any
+    ) -> Interception:
+        """Details of a scan error agree with the status that led to them (``status``)."""
+        return Interception(respond=scan_error_details)
 
     async def reattach_execute(
         self, method: str, request: spark_proto.ReattachExecuteRequest, context: Any

@@ -21,6 +21,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
 from connect_plugin.server.plans import deep_messages
+from connect_plugin.server.status import upstream_status
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"
@@ -260,7 +261,11 @@ def _failure(error: grpc.aio.AioRpcError) -> Exception:
 
 
 def upstream_failure(error: grpc.aio.AioRpcError) -> UpstreamFailed:
-    """Spark's error as ``UpstreamFailed``, with the error class and id its ErrorInfo gives."""
+    """Spark's error as ``UpstreamFailed``, with the error class and id its ErrorInfo gives.
+
+    Its message is the one the client would read (a scan error's class and
+    cause first), so an error of ours that quotes it names the cause early.
+    """
     error_class = error_id = ""
     try:
         status = rpc_status.from_call(error)
@@ -272,7 +277,7 @@ def upstream_failure(error: grpc.aio.AioRpcError) -> UpstreamFailed:
             error_class = info.metadata.get("errorClass", "")
             error_id = info.metadata.get("errorId", "")
     return UpstreamFailed(
-        error.details() or error.code().name,
+        upstream_status(error).details or error.code().name,
         error_class=error_class,
         error_id=error_id,
         status=error,

@@ -34,7 +34,17 @@ EXPECTED: dict[str, Any] = {
     "events": [["1", "2024-05-01 12:30", "['a', 'b']"], ["2", None, "[]"]],
     "scan_table": 5,
     "pruned": [["9", "good"]],
-    "scan_missing": True,
+    "scan_bad_record": [
+        "CONNECT_PLUGIN.SCAN_BAD_RECORD",
+        "[CONNECT_PLUGIN.SCAN_BAD_RECORD] file DATA/parts/bad/a.json, line 2: malformed json "
+        "(Expecting value); fix the record, or scan with on_error='skip' to drop bad records, "
+        "on_error='null' to null bad values or on_error='reject' to keep them in a rejects table",
+    ],
+    "scan_missing": [
+        "CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND",
+        "[CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND] path 'DATA/nothing' does not exist (looked for "
+        "DATA/nothing); check the path, which is read on the Spark server's file system",
+    ],
     "dropped": [True, "Temporary table [api_t] dropped"],
     "left": ["api_sql"],
 }

@@ -28,9 +28,14 @@ def _rows(frame: Any) -> list[list[Any]]:
     return sorted(rows, key=json.dumps)
 
 
+def _first_line(exc: BaseException, data_dir: str) -> str:
+    """The first line of an error, the data directory left out (it differs per run)."""
+    return str(exc).splitlines()[0].replace(data_dir, "DATA")
+
+
 def main(address: str, data_dir: str) -> dict[str, Any]:
     import pyspark
-    from pyspark.errors import AnalysisException, PythonException
+    from pyspark.errors import AnalysisException, PythonException, SparkRuntimeException
     from pyspark.sql import SparkSession
 
     import connect_plugin
@@ -79,13 +84,17 @@ def main(address: str, data_dir: str) -> dict[str, Any]:
         )
         try:
             seen["pruned"] = _rows(parts.where("dir0 = 'good'"))
-        except PythonException as exc:
+        except (PythonException, SparkRuntimeException) as exc:
             seen["pruned"] = f"read the excluded file: {'bad' in str(exc)}"
+        try:
+            seen["scan_bad_record"] = _rows(parts)
+        except SparkRuntimeException as exc:
+            seen["scan_bad_record"] = [exc.getCondition(), _first_line(exc, data_dir)]
         try:
             missing = connect_plugin.scan(spark, os.path.join(data_dir, "nothing"), format="json")
             seen["scan_missing"] = missing.columns
         except AnalysisException as exc:
-            seen["scan_missing"] = "nothing" in str(exc)
+            seen["scan_missing"] = [exc.getCondition(), _first_line(exc, data_dir)]
 
         seen["dropped"] = list(connect_plugin.drop_temp_table(spark, "api_t"))
         seen["left"] = sorted(r["name"] for r in connect_plugin.temp_tables(spark).collect())

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.errors import AnalysisException, PythonException
+from pyspark.errors import AnalysisException, SparkRuntimeException
 from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -209,7 +209,7 @@ def test_bad_records_fail_naming_the_file_and_line(spark: SparkSession, tmp_path
     path = tmp_path / "bad.json"
     path.write_text(BAD_JSON)
     df = connect_plugin.scan(spark, str(tmp_path), format="json", schema="a BIGINT")
-    with pytest.raises(PythonException, match=f"file {path}, line 2: malformed json"):
+    with pytest.raises(SparkRuntimeException, match=f"file {path}, line 2: malformed json"):
         df.collect()
 
 
@@ -250,9 +250,9 @@ def test_counts_fail_where_reading_fails_and_need_no_values_without_columns(
     """A value that does not convert fails reading, so it fails counting; no columns, no values."""
     (tmp_path / "bad.json").write_text('{"a": 1}\n{"a": "x"}\n{"a": 3}\n')
     decoded = connect_plugin.scan(spark, str(tmp_path), format="json", schema="a BIGINT")
-    with pytest.raises(PythonException, match="line 2"):
+    with pytest.raises(SparkRuntimeException, match="line 2"):
         decoded.collect()
-    with pytest.raises(PythonException, match="line 2"):
+    with pytest.raises(SparkRuntimeException, match="line 2"):
         decoded.count()
     empty = connect_plugin.scan(spark, str(tmp_path), format="json", columns=[])
     assert empty.columns == []
@@ -295,7 +295,7 @@ def test_filters_on_dir_columns_skip_files_before_opening_them(
     (tmp_path / "2023").mkdir()
     (tmp_path / "2023" / "b.json").write_text(good_head + "{broken\n")
     df = connect_plugin.scan(spark, str(tmp_path), format="json", columns=["n", "dir0"])
-    with pytest.raises(PythonException, match="malformed json"):
+    with pytest.raises(SparkRuntimeException, match="malformed json"):
         df.collect()
     assert df.where(F.col("dir0") == "2024").collect() == [(1, "2024")]
     assert df.where(F.col("dir0").isin("2024", "2025")).count() == 1

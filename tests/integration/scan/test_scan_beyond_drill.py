@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyspark.errors import PythonException
+from pyspark.errors import SparkRuntimeException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -99,7 +99,7 @@ def test_fail_on_new_columns_past_the_sample_fails_the_read(
     path.write_bytes(lines([{"id": n} for n in range(30_000)] + [{"id": 0, "late": True}]))
     df = connect_plugin.scan(spark, str(tmp_path), format="json", evolution="fail_on_new_columns")
     assert df.columns == ["id"]
-    with pytest.raises(PythonException, match=r"has new column\(s\) 'late'"):
+    with pytest.raises(SparkRuntimeException, match=r"has new column\(s\) 'late'"):
         df.collect()
 
 

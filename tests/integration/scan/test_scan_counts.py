@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.errors import PythonException
+from pyspark.errors import SparkRuntimeException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -25,7 +25,7 @@ POLICIES = ("fail", "skip", "null")
 def _outcome(action: Any) -> Any:
     try:
         return action()
-    except PythonException as exc:
+    except SparkRuntimeException as exc:
         return "fails: " + ("bad record" if "line" in str(exc) else str(exc)[:200])
 
 

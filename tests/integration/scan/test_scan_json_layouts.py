@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.errors import PythonException
+from pyspark.errors import SparkRuntimeException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -99,7 +99,7 @@ def test_a_bad_record_fails_the_query_naming_file_and_position(
     text, where = BAD[layout]
     path = tmp_path / "a.json"
     path.write_text(text)
-    with pytest.raises(PythonException, match=re.escape(f"file {path}, {where}")):
+    with pytest.raises(SparkRuntimeException, match=re.escape(f"file {path}, {where}")):
         scan(spark, tmp_path).collect()
 
 
@@ -122,13 +122,13 @@ def test_an_empty_array_and_a_file_of_scalars(spark: SparkSession, tmp_path: Pat
     assert rows(scan(spark, tmp_path)) == [{"id": 7}]
     assert scan(spark, tmp_path).count() == 1
     (tmp_path / "numbers.json").write_text("[1, 2]")
-    with pytest.raises(PythonException, match="an array element that is a number, not an object"):
+    with pytest.raises(SparkRuntimeException, match="an array element that is a number, not an object"):
         scan(spark, tmp_path / "numbers.json").collect()
 
 
 def test_the_layout_option_and_compressed_documents(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text(as_array(RECORDS))
-    with pytest.raises(PythonException, match="the record is an array, not a json object"):
+    with pytest.raises(SparkRuntimeException, match="the record is an array, not a json object"):
         scan(spark, tmp_path, options={"json_format": "lines"}).collect()
     assert scan(spark, tmp_path, options={"json_format": "array"}).count() == 3
     packed = tmp_path / "packed"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.errors import PythonException
+from pyspark.errors import SparkRuntimeException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -177,7 +177,7 @@ def test_a_cached_filtered_scan_is_pruned_and_clearing_the_cache_prunes_again(
     assert "InMemoryTableScan" in good._explain_string(extended=False)
     good.unpersist()
     df.cache()
-    with pytest.raises(PythonException, match=r"b\.json"):
+    with pytest.raises(SparkRuntimeException, match=r"b\.json"):
         df.where("dir0 = 'good'").count()
     spark.catalog.clearCache()
     assert df.where("dir0 = 'good'").count() == 2
@@ -227,7 +227,7 @@ def test_filters_that_cannot_exclude_a_folder_open_it(
 ) -> None:
     """Pruning only drops files it is sure of: here the broken file is read, and fails."""
     df = connect_plugin.scan(spark, str(guarded), format="json", columns=["id", "dir0"])
-    with pytest.raises(PythonException, match=r"b\.json"):
+    with pytest.raises(SparkRuntimeException, match=r"b\.json"):
         UNDECIDABLE[condition](df).collect()
 
 
@@ -236,7 +236,7 @@ def test_a_pruned_query_then_an_unpruned_one_reads_the_excluded_folder(
 ) -> None:
     df = connect_plugin.scan(spark, str(guarded), format="json", columns=["id", "dir0"])
     assert df.where("dir0 = 'good'").count() == 2
-    with pytest.raises(PythonException, match=r"b\.json"):
+    with pytest.raises(SparkRuntimeException, match=r"b\.json"):
         df.collect()
     assert df.where("dir0 = 'good'").count() == 2
 

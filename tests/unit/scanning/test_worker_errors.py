@@ -1,0 +1,123 @@
+"""Scan errors leave the methods Spark calls with their class first and a short traceback.
+
+Spark's worker prints the traceback it catches (``traceback.format_exception``)
+into its own message; these tests print it the same way.
+"""
+
+from __future__ import annotations
+
+import pickle
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql.datasource import CaseInsensitiveDict
+
+from connect_plugin.errors import (
+    BadRecord,
+    ScanError,
+    ScanPathNotFound,
+    UnreadableFile,
+    find_marked,
+)
+from connect_plugin.scanning import ScanSpec
+from connect_plugin.scanning.spark_source import SPEC_OPTION, ScanDataSource
+from connect_plugin.scanning.worker_errors import reported, reported_batches
+
+
+def printed(exc: BaseException) -> str:
+    """The traceback as Spark's worker prints it into the error it sends the JVM."""
+    return "".join(traceback.TracebackException.from_exception(exc, compact=True).format())
+
+
+def frames_below_the_test(exc: BaseException) -> list[str]:
+    """The functions of the traceback below the test that called (Spark's worker, there)."""
+    return [frame.name for frame in traceback.extract_tb(exc.__traceback__)][1:]
+
+
+def deep(depth: int) -> None:
+    if depth == 0:
+        try:
+            raise OSError("[Errno 13] Permission denied")
+        except OSError as cause:
+            raise UnreadableFile(f"cannot read file /d/f.json: {cause}") from cause
+    deep(depth - 1)
+
+
+@reported
+def plan(depth: int) -> None:
+    deep(depth)
+
+
+@reported_batches
+def batches(depth: int) -> Iterator[int]:
+    yield 1
+    deep(depth)
+
+
+def test_a_scan_error_leaves_marked_with_the_frame_that_raised_it() -> None:
+    with pytest.raises(UnreadableFile) as caught:
+        plan(40)
+    text = printed(caught.value)
+    assert text.splitlines()[-1] == (
+        "connect_plugin.errors.UnreadableFile: [CONNECT_PLUGIN.SCAN_UNREADABLE_FILE] "
+        "cannot read file /d/f.json: [Errno 13] Permission denied"
+    )
+    assert frames_below_the_test(caught.value) == ["call", "deep"]
+    assert "direct cause" not in text
+    assert len(text) < 800
+
+
+def test_a_scan_error_raised_while_draining_batches_leaves_marked() -> None:
+    drained = []
+    with pytest.raises(UnreadableFile) as caught:
+        drained.extend(batches(40))
+    assert drained == [1]
+    assert find_marked(printed(caught.value)) is not None
+    assert frames_below_the_test(caught.value) == ["call", "deep"]
+
+
+def test_other_exceptions_keep_their_whole_traceback() -> None:
+    @reported
+    def broken() -> None:
+        raise KeyError("missing")
+
+    with pytest.raises(KeyError) as caught:
+        broken()
+    assert "[CONNECT_PLUGIN" not in printed(caught.value)
+
+
+def test_what_spark_calls_on_the_data_source_is_reported(tmp_path: Path) -> None:
+    spec = ScanSpec([str(tmp_path / "nothing")], "json")
+    data_source = ScanDataSource(CaseInsensitiveDict({SPEC_OPTION: spec.to_json()}))
+    with pytest.raises(ScanPathNotFound) as caught:
+        data_source.schema()
+    found = find_marked(printed(caught.value))
+    assert found is not None
+    assert found.error_class == "CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND"
+    assert found.message.startswith(f"path '{tmp_path / 'nothing'}' does not exist")
+
+
+def test_what_spark_calls_on_the_reader_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text('{"a": 1}\n{"a": \n')
+    spec = ScanSpec([str(tmp_path)], "json")
+    data_source = ScanDataSource(CaseInsensitiveDict({SPEC_OPTION: spec.to_json()}))
+    reader = pickle.loads(pickle.dumps(data_source.reader(data_source.schema())))
+    (partition,) = reader.partitions()
+    with pytest.raises(BadRecord) as caught:
+        list(reader.read(partition))
+    found = find_marked(printed(caught.value))
+    assert found is not None
+    assert found.error_class == "CONNECT_PLUGIN.SCAN_BAD_RECORD"
+    assert found.message.startswith(f"file {tmp_path / 'bad.json'}, line 2: malformed json")
+
+
+def test_a_scan_error_is_marked_once() -> None:
+    @reported
+    def twice() -> None:
+        plan(0)
+
+    with pytest.raises(ScanError) as caught:
+        twice()
+    assert str(caught.value).count("[CONNECT_PLUGIN.SCAN_UNREADABLE_FILE]") == 1
