@@ -71,7 +71,10 @@ class Interception:
     ``prepare`` (streaming methods) runs first and may yield extra responses
     for the client, such as progress, and set ``request``; ``request``
     replaces the client's request upstream; ``answer`` replies without asking
-    upstream at all; ``finish`` runs once the upstream call has succeeded;
+    upstream at all; ``finish`` runs once the upstream call has succeeded,
+    before the client gets the stream's last response (a client acts on
+    Spark's ``ResultComplete`` without waiting for the stream to end, so its
+    next request must find the follow-up done);
     ``respond`` (methods with one response) turns the upstream's response
     into the one the client gets.
     """
@@ -385,11 +388,20 @@ class Forwarder:
                 response = await read()
                 if response is not eof:
                     self._responded(key, name, response)
+                held = handling is not None and handling.finish is not None
+                last = None
                 while response is not eof:
-                    yield response
+                    if held:
+                        if last is not None:
+                            yield last
+                        last = response
+                    else:
+                        yield response
                     response = await read()
                 await self._finish(call, context)
                 await self._finish_interception(handling, name, context)
+                if last is not None:
+                    yield last
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
                 await relay(error, context)
