@@ -130,9 +130,18 @@ class DropView(Request):
 
 @dataclass(frozen=True)
 class InsertInto(Request):
-    """INSERT INTO / OVERWRITE name, or ``DataFrame.write.insertInto(name)``."""
+    """INSERT INTO / OVERWRITE name, or ``DataFrame.write.insertInto(name)``.
+
+    ``query``: the rows of an ``INSERT INTO|OVERWRITE [TABLE] name <query>``;
+    ``clause``: what else an INSERT of another shape has (a column list, a
+    PARTITION clause, ...); ``write``: the DataFrame command, to check in place.
+    """
 
     name: Name
+    overwrite: bool = False
+    query: spark_proto.Relation | None = None
+    clause: str = ""
+    write: spark_proto.WriteOperation | None = None
 
 
 @dataclass(frozen=True)
