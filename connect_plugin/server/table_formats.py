@@ -97,6 +97,7 @@ _NOT_HELD: dict[str, dict[str, str]] = {
     "orc": {
         "interval": _NOT_IN_FILES,
         "void": "orc has no type for it",
+        "map": "orc sorts a map's entries by key, so their order changes",
         "variant": "orc has no variant type",
         "geometry": "orc has no geometry type",
         "geography": "orc has no geography type",
@@ -120,6 +121,9 @@ _NOT_HELD: dict[str, dict[str, str]] = {
         "struct": _FLAT_ONLY,
     },
 }
+_ORC_BACKTICK = (
+    "orc loses a column or struct field whose name has a backtick (`): it reads back NULL"
+)
 _PARTITION_NOT_HELD = {
     "binary": "Spark cannot write binary partition values",
     "void": "a partition column needs a type",
@@ -143,10 +147,13 @@ def kind(data_type: DataType) -> str:
     return data_type.typeName()
 
 
-def why_not_held(fmt: str, data_type: DataType) -> str | None:
-    """Why ``fmt`` cannot hold every value of ``data_type`` (None when it can)."""
+def why_not_held(fmt: str, data_type: DataType, name: str = "") -> str | None:
+    """Why ``fmt`` cannot hold every value of a column ``name`` of ``data_type`` (None when
+    it can)."""
     if isinstance(data_type, UserDefinedType):
-        return why_not_held(fmt, data_type.sqlType())
+        return why_not_held(fmt, data_type.sqlType(), name)
+    if fmt == "orc" and "`" in name:
+        return _ORC_BACKTICK
     if fmt == "text":
         return None if kind(data_type) == "string" else "text holds one string column"
     reason = _NOT_HELD[fmt].get(kind(data_type))
@@ -160,15 +167,15 @@ def why_not_held(fmt: str, data_type: DataType) -> str | None:
         return why_not_held(fmt, data_type.keyType) or why_not_held(fmt, data_type.valueType)
     if isinstance(data_type, StructType):
         for field in data_type.fields:
-            reason = why_not_held(fmt, field.dataType)
+            reason = why_not_held(fmt, field.dataType, field.name)
             if reason is not None:
                 return reason
     return None
 
 
-def holders(data_type: DataType) -> list[str]:
-    """The formats that hold every value of ``data_type``."""
-    return [f for f in TEMP_TABLE_FORMATS if why_not_held(f, data_type) is None]
+def holders(data_type: DataType, name: str = "") -> list[str]:
+    """The formats that hold every value of a column ``name`` of ``data_type``."""
+    return [f for f in TEMP_TABLE_FORMATS if why_not_held(f, data_type, name) is None]
 
 
 @dataclass(frozen=True)
@@ -214,10 +221,10 @@ def _check_column(name: str, fmt: str, field: StructField, *, partition: bool) -
                 "another type, or keep it as a data column"
             )
         return
-    reason = why_not_held(fmt, field.dataType)
+    reason = why_not_held(fmt, field.dataType, field.name)
     if reason is None:
         return
-    others = [f for f in holders(field.dataType) if f != fmt]
+    others = [f for f in holders(field.dataType, field.name) if f != fmt]
     where = (
         f"formats that hold it: {', '.join(others)}"
         if others

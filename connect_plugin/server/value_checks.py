@@ -6,7 +6,8 @@ strings as UTF-8 text, so a string that is not valid UTF-8 (``CAST(X'FF' AS
 STRING)``) would come back with U+FFFD in it; orc moves dates and timestamps
 in the days the Julian-to-Gregorian switch skipped (1582-10-05 to -14); a
 partition value of ``''`` or ``__HIVE_DEFAULT_PARTITION__`` reads back NULL,
-and one that is not UTF-8 is changed by the folder name.
+one that is not UTF-8 is changed by the folder name, and a NUL character
+cannot be in a folder name at all.
 
 Such values can only be seen once the query runs, so the write is given a
 filter that raises an error naming the table, the column and what it holds
@@ -82,8 +83,11 @@ def _partition_rule(column: str, data_type: DataType) -> Rule | None:
     return Rule(
         column,
         data_type,
-        lambda e: f"{e} = '' OR {e} = '{HIVE_DEFAULT_PARTITION}' OR {_NOT_UTF8.format(e)}",
-        f"'' or '{HIVE_DEFAULT_PARTITION}' or a string that is not UTF-8",
+        lambda e: (
+            f"{e} = '' OR {e} = '{HIVE_DEFAULT_PARTITION}' OR instr({e}, chr(0)) > 0 OR "
+            + _NOT_UTF8.format(e)
+        ),
+        f"'', '{HIVE_DEFAULT_PARTITION}', a NUL character or a string that is not UTF-8",
         "a partition folder name",
         "such a value reads back as NULL or changed; keep the column as a data column, or "
         "partition by another one",

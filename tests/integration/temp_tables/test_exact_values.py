@@ -175,7 +175,9 @@ def test_nan_infinity_negative_zero_and_full_precision_decimals(
 
 @pytest.mark.parametrize("fmt", ["parquet", "orc", "json"])
 def test_binary_maps_and_nested_types(spark: SparkSession, fmt: str) -> None:
-    keys = "map(1, 'a', 2, NULL)" if fmt != "json" else "map('1', 'a', '', NULL)"
+    keys = {"parquet": "map(2, 'b', 1, NULL)", "json": "map('1', 'a', '', NULL)"}.get(
+        fmt, "CAST(NULL AS STRING)"
+    )
     query = f"""
         SELECT 1 AS i, X'00FF10' AS b, {keys} AS m,
                array(named_struct('x', 1, 'y', array(X'', NULL)), NULL) AS a,
@@ -193,10 +195,13 @@ def test_parquet_holds_variant_and_every_type_the_others_refuse(spark: SparkSess
     query = """
         SELECT 1 AS i, parse_json('{"a": 1.5, "b": [1, "x", null]}') AS v, map(1, 'a') AS m,
                X'00FF10' AS b, NULL AS nothing, INTERVAL '3-4' YEAR TO MONTH AS ym,
-               INTERVAL '1 02:03:04.000005' DAY TO SECOND AS dt
+               INTERVAL '1 02:03:04.000005' DAY TO SECOND AS dt,
+               ST_GeomFromWKB(X'0101000000000000000000F03F0000000000000040') AS geo
     """
-    columns = "i, to_json(v) AS v, CAST(m AS STRING) AS m, hex(b) AS b, nothing, " \
-        "CAST(ym AS STRING) AS ym, CAST(dt AS STRING) AS dt"
+    columns = (
+        "i, to_json(v) AS v, CAST(m AS STRING) AS m, hex(b) AS b, nothing, "
+        "CAST(ym AS STRING) AS ym, CAST(dt AS STRING) AS dt, hex(ST_AsBinary(geo)) AS geo"
+    )
     expected = shown(spark, query, columns)
     spark.sql(f"CREATE TEMPORARY TABLE everything USING parquet AS {query}")
     assert shown(spark, "everything", columns) == expected

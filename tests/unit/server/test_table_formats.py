@@ -21,7 +21,11 @@ from pyspark.sql.types import (
 )
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.table_formats import NULL_MARKER_PREFIX, holders, layout
+from connect_plugin.server.table_formats import (
+    NULL_MARKER_PREFIX,
+    holders,
+    layout,
+)
 from connect_plugin.server.value_checks import checked, nested_predicate, rules
 
 
@@ -38,10 +42,12 @@ def schema(**columns: DataType) -> StructType:
         (NullType(), ["parquet", "json"]),
         (VariantType(), ["parquet"]),
         (CalendarIntervalType(), []),
-        (MapType(IntegerType(), StringType()), ["parquet", "orc"]),
-        (MapType(StringType(), BinaryType()), ["parquet", "orc", "json"]),
+        (MapType(IntegerType(), StringType()), ["parquet"]),
+        (MapType(StringType(), BinaryType()), ["parquet", "json"]),
         (ArrayType(StructType([StructField("m", MapType(DateType(), IntegerType()))])),
-         ["parquet", "orc"]),
+         ["parquet"]),
+        (ArrayType(StructType([StructField("m", ArrayType(DateType()))])),
+         ["parquet", "orc", "json"]),
     ],
 )
 def test_which_formats_hold_a_type(data_type: DataType, formats: list[str]) -> None:
@@ -129,3 +135,4 @@ def test_a_table_without_rules_is_written_as_it_came() -> None:
     assert condition.arguments[0].expression_string.expression.startswith("coalesce(`s` IS NULL")
     assert "holds NULL or a line break, which text" in condition.arguments[1].unresolved_function \
         .arguments[0].literal.string
+
