@@ -28,6 +28,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="Seconds of fuzzing split between the fuzz tests (default 30)",
     )
+    parser.addoption(
+        "--roundtrip-seconds",
+        type=float,
+        default=None,
+        metavar="N",
+        help="Seconds of random tables for the temp-table round-trip property (default 30)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
