@@ -2,31 +2,67 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
+    ByteType,
     CalendarIntervalType,
+    CharType,
     DataType,
     DateType,
+    DayTimeIntervalType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    GeographyType,
+    GeometryType,
     IntegerType,
+    LongType,
     MapType,
     NullType,
+    ShortType,
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
     TimestampType,
+    TimeType,
+    VarcharType,
     VariantType,
+    YearMonthIntervalType,
 )
 
+from connect_plugin.config import TEMP_TABLE_FORMATS
 from connect_plugin.errors import TempTableError
 from connect_plugin.server.table_formats import (
     NULL_MARKER_PREFIX,
     holders,
     layout,
+    why_not_held,
 )
 from connect_plugin.server.value_checks import checked, nested_predicate, rules
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+README_TYPES: dict[str, DataType] = {
+    "boolean": BooleanType(), "tinyint": ByteType(), "smallint": ShortType(),
+    "int": IntegerType(), "bigint": LongType(), "float": FloatType(), "double": DoubleType(),
+    "decimal(38,18)": DecimalType(38, 18), "string": StringType(), "char": CharType(3),
+    "varchar": VarcharType(3), "binary": BinaryType(), "date": DateType(),
+    "timestamp": TimestampType(), "timestamp_ntz": TimestampNTZType(), "time(6)": TimeType(6),
+    "interval day to second": DayTimeIntervalType(), "interval year to month":
+    YearMonthIntervalType(), "void": NullType(), "array<int>": ArrayType(IntegerType()),
+    "struct<a:int>": StructType([StructField("a", IntegerType())]),
+    "map<string,int>": MapType(StringType(), IntegerType()),
+    "map<int,string>": MapType(IntegerType(), StringType()), "variant": VariantType(),
+    "geometry(0)": GeometryType(0), "geography(4326)": GeographyType(4326),
+    "interval": CalendarIntervalType(),
+}  # fmt: skip
 
 
 def schema(**columns: DataType) -> StructType:
@@ -136,3 +172,18 @@ def test_a_table_without_rules_is_written_as_it_came() -> None:
     assert "holds NULL or a line break, which text" in condition.arguments[1].unresolved_function \
         .arguments[0].literal.string
 
+
+def test_the_readme_table_says_what_each_format_holds() -> None:
+    section = README.read_text().split("### What each format holds exactly")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert len(rows) >= 15
+    seen = set()
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        said = [c.startswith("yes") for c in cells[1:]]
+        for name in re.findall(r"`([^`]+)`", cells[0]):
+            data_type = README_TYPES[name]
+            held = [why_not_held(f, data_type) is None for f in TEMP_TABLE_FORMATS]
+            assert said == held, f"README says {said} for {name}, the gateway {held}"
+            seen.add(name)
+    assert seen == set(README_TYPES)
