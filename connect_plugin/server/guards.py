@@ -85,10 +85,10 @@ class InsertIntoHandler(Handler[InsertInto]):
     Most tables hold every value of their column types, and the INSERT goes
     to Spark as it came. Where the format refuses some values (see
     ``value_checks``), a DataFrame ``insertInto`` gets the check in its input
-    and a SQL ``INSERT INTO|OVERWRITE [TABLE] name <query>`` is run by the
-    gateway with the check; an INSERT with a column list, a PARTITION or
-    REPLACE clause or BY NAME into such a table is refused, since its rows
-    cannot be checked as they will be stored.
+    and a SQL ``INSERT INTO|OVERWRITE [TABLE] name [(columns)] <query>`` is
+    run by the gateway with the check; an INSERT with a PARTITION or REPLACE
+    clause or BY NAME into such a table is refused, since its rows cannot be
+    checked as they will be stored.
     """
 
     request_type = InsertInto
@@ -110,11 +110,20 @@ class InsertIntoHandler(Handler[InsertInto]):
             return None
         cursor.accept("TABLE")
         name = cursor.name("a table name")
+        columns: tuple[str, ...] = ()
+        if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
+            start = cursor.at
+            try:
+                columns = cursor.name_list("column names")
+            except TempTableError:
+                # Spark's to judge when the table is not a temp table; ours to refuse if it is.
+                cursor.at = start
+                return InsertInto(name, overwrite, clause="a column list")
         clause = _insert_clause(cursor)
         query = cursor.rest()
         if clause or not query.strip():
             return InsertInto(name, overwrite, clause=clause or "no query")
-        return InsertInto(name, overwrite, query=cursor.sql.relation_of(query))
+        return InsertInto(name, overwrite, query=cursor.sql.relation_of(query), columns=columns)
 
     @classmethod
     def from_plan(cls, plan: spark_proto.Plan) -> InsertInto | None:
@@ -155,12 +164,13 @@ class InsertIntoHandler(Handler[InsertInto]):
                 f"INSERT into temporary table [{table.name}] with {request.clause} cannot be "
                 f"checked: {table.format} cannot hold some values of {columns}, and such an "
                 f"INSERT is not checked as it is stored; write INSERT INTO {table.name} "
-                "SELECT ... with the columns in the table's order"
+                "[(columns)] SELECT ..."
             )
         await run_insert(
             upstream,
             table,
             request.query,
+            request.columns,
             overwrite=request.overwrite,
             progress=call.progress,
             stop_timeout_s=self._stop_timeout_s,
@@ -173,9 +183,8 @@ _QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
 
 
 def _insert_clause(cursor: Cursor) -> str:
-    """What stands between an INSERT's table name and its query ('' when nothing does)."""
-    if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
-        return "a column list"
+    """What stands between an INSERT's table name (and column list) and its query ('' when
+    nothing does)."""
     for words, clause in (
         (("PARTITION",), "a PARTITION clause"),
         (("BY", "NAME"), "BY NAME"),

@@ -16,13 +16,15 @@ it too (its query runs twice).
 from __future__ import annotations
 
 import json
+import logging
 import uuid
+from collections.abc import Sequence
 
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefinedType
 
-from connect_plugin.errors import UpstreamFailed
+from connect_plugin.errors import ConnectPluginError, TempTableError, UpstreamFailed
 from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.release import to_the_end
 from connect_plugin.server.session_store import TempTable
@@ -30,7 +32,10 @@ from connect_plugin.server.upstream import UpstreamSession, literal, quote_ident
 from connect_plugin.server.value_checks import Rule, checked, rules
 from connect_plugin.server.writes import ProgressSink, stop_write
 
-_POSITION = "__connect_plugin_c{}"
+log = logging.getLogger(__name__)
+
+_GIVEN = "__connect_plugin_given{}"
+_STORED = "__connect_plugin_column{}"
 
 
 def table_rules(table: TempTable) -> list[Rule]:
@@ -40,12 +45,17 @@ def table_rules(table: TempTable) -> list[Rule]:
 
 
 async def checked_input(
-    upstream: UpstreamSession, table: TempTable, query: spark_proto.Relation
+    upstream: UpstreamSession,
+    table: TempTable,
+    query: spark_proto.Relation,
+    columns: Sequence[str] = (),
 ) -> spark_proto.Relation:
-    """``query`` with its values checked as they will be stored in ``table``.
+    """``query`` in the table's column order, with its values checked as they will be stored.
 
-    A query of another width than the table is left as it is: Spark refuses
-    the insert with its own error before writing anything.
+    ``columns``: the INSERT's column list; the table's other columns get NULL,
+    as Spark gives them (a temp table's columns have no defaults). Without a
+    list, a query of another width than the table is left as it is: Spark
+    refuses the insert with its own error before writing anything.
     """
     found = table_rules(table)
     if not found:
@@ -53,28 +63,62 @@ async def checked_input(
     given = proto_schema_to_pyspark_data_type(await upstream.schema(query))
     target = StructType.fromJson(_json(table.schema_json))
     assert isinstance(given, StructType)
-    if len(given.fields) != len(target.fields):
+    if not columns and len(given.fields) != len(target.fields):
         return query
-    positions = {f.name: i for i, f in enumerate(target.fields)}
+    sources = _sources(table, target, columns or target.names, len(given.fields))
     with deep_messages():
         renamed = spark_proto.Relation()
         renamed.to_df.input.CopyFrom(query)
-    renamed.to_df.column_names.extend(_POSITION.format(i) for i in range(len(given.fields)))
+        renamed.to_df.column_names.extend(_GIVEN.format(i) for i in range(len(given.fields)))
+        ordered = spark_proto.Relation()
+        ordered.project.input.CopyFrom(renamed)
+    for at, field in enumerate(target.fields):
+        source = sources[at]
+        value = (
+            quote_identifier(_GIVEN.format(source))
+            if source is not None
+            else f"CAST(NULL AS {sql_type(field.dataType)})"
+        )
+        expression = ordered.project.expressions.add()
+        expression.expression_string.expression = f"{value} AS {quote_identifier(_STORED.format(at))}"
+    positions = {f.name: i for i, f in enumerate(target.fields)}
 
-    def value(rule: Rule) -> str:
+    def value_of(rule: Rule) -> str:
         at = positions[rule.column]
-        column = quote_identifier(_POSITION.format(at))
-        if sql_type(given.fields[at].dataType) == sql_type(rule.data_type):
+        column = quote_identifier(_STORED.format(at))
+        source = sources[at]
+        if source is None or sql_type(given.fields[source].dataType) == sql_type(rule.data_type):
             return column
         return f"try_cast({column} AS {sql_type(rule.data_type)})"
 
-    return checked(renamed, table.name, found, value)
+    return checked(ordered, table.name, found, value_of)
+
+
+def _sources(
+    table: TempTable, target: StructType, columns: Sequence[str], width: int
+) -> list[int | None]:
+    """For each table column, the position of the query column that fills it (None: NULL)."""
+    at = {name.lower(): i for i, name in enumerate(columns)}
+    unknown = [c for c in columns if c.lower() not in {n.lower() for n in target.names}]
+    if unknown or len(at) != len(columns) or len(columns) != width:
+        raise TempTableError(
+            f"INSERT into temporary table [{table.name}] ({', '.join(columns)}): "
+            + (
+                f"no column [{unknown[0]}] in the table ({', '.join(target.names)})"
+                if unknown
+                else "a column is listed twice"
+                if len(at) != len(columns)
+                else f"the query gives {width} columns for the {len(columns)} listed"
+            )
+        )
+    return [at.get(name.lower()) for name in target.names]
 
 
 async def run_insert(
     upstream: UpstreamSession,
     table: TempTable,
     query: spark_proto.Relation,
+    columns: Sequence[str],
     *,
     overwrite: bool,
     progress: ProgressSink,
@@ -85,7 +129,7 @@ async def run_insert(
     Spark's errors reach the client as Spark sent them: the statement is the
     client's own.
     """
-    source = await checked_input(upstream, table, query)
+    source = await checked_input(upstream, table, query, columns)
     if overwrite:
         await check_before_overwrite(upstream, source)
     modes = spark_proto.WriteOperation.SaveMode
@@ -108,7 +152,10 @@ async def run_insert(
         raise
     except BaseException:
         # The client went away: the insert must not go on writing behind its back.
-        await to_the_end(stop_write(upstream, operation_id, table.name, stop_timeout_s))
+        try:
+            await to_the_end(stop_write(upstream, operation_id, table.name, stop_timeout_s))
+        except ConnectPluginError as exc:
+            log.warning("INSERT into temporary table [%s]: cannot stop its write: %s", table.name, exc)
         raise
 
 
