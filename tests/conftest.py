@@ -37,6 +37,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Seconds of random scan query sequences split between the differential scan "
         f"tests (default {budget.DEFAULT_SECONDS:g}, derandomized; given, new cases every run)",
     )
+    parser.addoption(
+        "--roundtrip-seconds",
+        type=float,
+        default=None,
+        metavar="N",
+        help="Seconds of random tables for the temp-table round-trip property (default 30)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -39,10 +39,12 @@ from connect_plugin.server.requests import CreateTempTable
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
 from connect_plugin.server.statements import check_table_name
+from connect_plugin.server.table_formats import layout
 from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSession
+from connect_plugin.server.value_checks import checked, rules
 from connect_plugin.server.views import create_view, drop_view, temp_view_names
 from connect_plugin.server.workspace import Workspace
-from connect_plugin.server.writes import ProgressSink, stop_write, write_files
+from connect_plugin.server.writes import ProgressSink, remove_for_good, stop_write, write_files
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,8 @@ class TableCreator:
         fmt = await self._format(upstream, request.format, name)
         source = await self._shaped_input(upstream, request, name)
         written = _check_shape(source.schema, request.partition_columns, fmt, name)
+        files = layout(name, fmt, written, request.partition_columns, request.options)
+        relation = checked(source.relation, name, rules(fmt, written, request.partition_columns))
         log.info("Temporary table [%s] is being created.", name)
         try:
             location = self._workspace.new_table_folder(context.session_id)
@@ -120,7 +124,7 @@ class TableCreator:
             format=fmt,
             schema_json=written.json(),
             partition_columns=request.partition_columns,
-            options=dict(request.options),
+            options=files.options,
             rows=0,
             created=datetime.datetime.now(datetime.timezone.utc),
         )
@@ -131,10 +135,10 @@ class TableCreator:
         try:
             rows = await write_files(
                 upstream,
-                source.relation,
+                relation,
                 table,
                 partition_columns=request.partition_columns,
-                options=request.options,
+                options=table.options,
                 progress=progress,
                 operation_id=operation_id,
             )
@@ -185,7 +189,9 @@ class TableCreator:
                 )
                 return
         try:
-            self._workspace.remove(table.location)
+            await remove_for_good(
+                lambda: self._workspace.remove(table.location), self._config.recovery_timeout_s
+            )
             self._registry.remove([table])
         except (WorkspaceError, RegistryError):
             # The client hears why the CTTAS failed, not why its undo did.

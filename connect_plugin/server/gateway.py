@@ -214,7 +214,7 @@ def plugin_handlers(
             ReadTempTableHandler(tables),
             ScanHandler(scans),
             DropViewHandler(config, tables),
-            InsertIntoHandler(tables),
+            InsertIntoHandler(tables, upstream, config.recovery_timeout_s),
             CreateScanViewHandler(scans, tables, upstream),
             CreateTempViewHandler(tables),
             CreatePersistentViewHandler(tables),

@@ -2,8 +2,8 @@
 
 A view may not take a temp table's name, a persistent view may not read
 one, DROP VIEW and ``spark.catalog.dropTempView`` may not drop one, ALTER
-may not change or rename one, and INSERT into one makes the files it adds
-private. Each is recognised from SQL or a DataFrame command and otherwise
+may not change or rename one, and INSERT into one is checked where its
+format needs it and makes the files it adds private. Each is recognised from SQL or a DataFrame command and otherwise
 goes to Spark unchanged; they matter only to sessions that have temp tables.
 """
 
@@ -15,6 +15,13 @@ from connect_plugin.config import Config
 from connect_plugin.errors import TempTableError
 from connect_plugin.server import results
 from connect_plugin.server.handlers import FORWARD, Call, Handler, Outcome
+from connect_plugin.server.inserts import (
+    check_before_overwrite,
+    checked_input,
+    run_insert,
+    table_rules,
+)
+from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.requests import (
     AlterView,
     CreatePersistentView,
@@ -25,6 +32,7 @@ from connect_plugin.server.requests import (
 )
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
+from connect_plugin.server.upstream import Upstream
 
 CREATE = frozenset(("CREATE",))
 
@@ -72,38 +80,120 @@ class DropViewHandler(Handler[DropView]):
 
 
 class InsertIntoHandler(Handler[InsertInto]):
-    """INSERT into a temp table goes to Spark; the files it adds are made private after."""
+    """INSERT into a temp table: its values checked where its format needs it, its files private.
+
+    Most tables hold every value of their column types, and the INSERT goes
+    to Spark as it came. Where the format refuses some values (see
+    ``value_checks``), a DataFrame ``insertInto`` gets the check in its input
+    and a SQL ``INSERT INTO|OVERWRITE [TABLE] name [(columns)] <query>`` is
+    run by the gateway with the check; an INSERT with a PARTITION or REPLACE
+    clause or BY NAME into such a table is refused, since its rows cannot be
+    checked as they will be stored.
+    """
 
     request_type = InsertInto
     sql_keywords = frozenset(("INSERT",))
     needs_tables = True
 
-    def __init__(self, tables: Tables) -> None:
+    def __init__(self, tables: Tables, upstream: Upstream, stop_timeout_s: float) -> None:
         self._tables = tables
+        self._upstream = upstream
+        self._stop_timeout_s = stop_timeout_s
 
     @classmethod
     def parse(cls, cursor: Cursor) -> InsertInto | None:
-        if not cursor.accept("INSERT", "INTO|OVERWRITE"):
+        if cursor.accept("INSERT", "INTO"):
+            overwrite = False
+        elif cursor.accept("INSERT", "OVERWRITE"):
+            overwrite = True
+        else:
             return None
         cursor.accept("TABLE")
-        return InsertInto(cursor.name("a table name"))
+        name = cursor.name("a table name")
+        columns: tuple[str, ...] = ()
+        if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
+            start = cursor.at
+            try:
+                columns = cursor.name_list("column names")
+            except TempTableError:
+                # Spark's to judge when the table is not a temp table; ours to refuse if it is.
+                cursor.at = start
+                return InsertInto(name, overwrite, clause="a column list")
+        clause = _insert_clause(cursor)
+        query = cursor.rest()
+        if clause or not query.strip():
+            return InsertInto(name, overwrite, clause=clause or "no query")
+        return InsertInto(name, overwrite, query=cursor.sql.relation_of(query), columns=columns)
 
     @classmethod
     def from_plan(cls, plan: spark_proto.Plan) -> InsertInto | None:
         if plan.HasField("command") and plan.command.HasField("write_operation"):
             write = plan.command.write_operation
             if write.HasField("table"):
-                return InsertInto(Name(tuple(write.table.table_name.split("."))))
+                name = Name(tuple(write.table.table_name.split(".")))
+                method = spark_proto.WriteOperation.SaveTable.TableSaveMethod
+                if write.table.save_method != method.TABLE_SAVE_METHOD_INSERT_INTO:
+                    return InsertInto(name)
+                overwrite = write.mode == spark_proto.WriteOperation.SaveMode.SAVE_MODE_OVERWRITE
+                return InsertInto(name, overwrite, write=write)
         return None
 
     async def execute(self, call: Call, request: InsertInto) -> Outcome:
-        if self._tables.lookup(call.context, request.name) is None:
+        table = self._tables.lookup(call.context, request.name)
+        if table is None:
             return FORWARD
 
         async def secure() -> None:
             self._tables.secure(call.context, request.name)
 
-        return Outcome(after=secure)
+        found = table_rules(table)
+        if not found:
+            return Outcome(after=secure)
+        upstream = self._upstream.session(call.context)
+        if request.write is not None:
+            if request.write.HasField("input"):
+                source = await checked_input(upstream, table, request.write.input)
+                if request.overwrite:
+                    await check_before_overwrite(upstream, source)
+                with deep_messages():
+                    request.write.input.CopyFrom(source)
+            return Outcome(after=secure)
+        if request.query is None:
+            columns = ", ".join(f"[{rule.column}]" for rule in found)
+            raise TempTableError(
+                f"INSERT into temporary table [{table.name}] with {request.clause} cannot be "
+                f"checked: {table.format} cannot hold some values of {columns}, and such an "
+                f"INSERT is not checked as it is stored; write INSERT INTO {table.name} "
+                "[(columns)] SELECT ..."
+            )
+        await run_insert(
+            upstream,
+            table,
+            request.query,
+            request.columns,
+            overwrite=request.overwrite,
+            progress=call.progress,
+            stop_timeout_s=self._stop_timeout_s,
+        )
+        await secure()
+        return Outcome(results.refreshed(table.name))
+
+
+_QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
+
+
+def _insert_clause(cursor: Cursor) -> str:
+    """What stands between an INSERT's table name (and column list) and its query ('' when
+    nothing does)."""
+    for words, clause in (
+        (("PARTITION",), "a PARTITION clause"),
+        (("BY", "NAME"), "BY NAME"),
+        (("REPLACE",), "a REPLACE clause"),
+        (("IF",), "IF NOT EXISTS"),
+    ):
+        if cursor.peek(*words):
+            return clause
+    return ""
 
 
 class CreateTempViewHandler(Handler[CreateTempView]):

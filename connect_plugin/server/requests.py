@@ -130,9 +130,20 @@ class DropView(Request):
 
 @dataclass(frozen=True)
 class InsertInto(Request):
-    """INSERT INTO / OVERWRITE name, or ``DataFrame.write.insertInto(name)``."""
+    """INSERT INTO / OVERWRITE name, or ``DataFrame.write.insertInto(name)``.
+
+    ``query``: the rows of an ``INSERT INTO|OVERWRITE [TABLE] name [(columns)]
+    <query>``; ``clause``: what else an INSERT of another shape has (a
+    PARTITION clause, BY NAME, ...); ``write``: the DataFrame command, to check
+    in place.
+    """
 
     name: Name
+    overwrite: bool = False
+    query: spark_proto.Relation | None = None
+    columns: tuple[str, ...] = ()
+    clause: str = ""
+    write: spark_proto.WriteOperation | None = None
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,14 @@ def result_relation(columns: Sequence[tuple[str, str]], rows: Sequence[Row]) -> 
     return relation
 
 
+def refreshed(name: str) -> spark_proto.Relation:
+    """``REFRESH TABLE name``: Spark's answer to an INSERT (no columns, no rows), and the
+    table's file listing brought up to date."""
+    relation = spark_proto.Relation()
+    relation.sql.query = f"REFRESH TABLE {quote_identifier(name)}"
+    return relation
+
+
 def created(table: str, rows_written: int) -> spark_proto.Relation:
     return result_relation(CREATED_COLUMNS, [(table, rows_written)])
 

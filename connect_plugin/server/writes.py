@@ -31,6 +31,8 @@ from connect_plugin.server.upstream import UpstreamSession, literal
 log = logging.getLogger(__name__)
 
 WRITE_POLL_S = 0.1
+QUIET_POLLS = 3
+"""Polls a failed write's folder must stay gone for before it counts as removed."""
 _ROWS_METRIC = "rows"
 
 ProgressSink = Callable[[spark_proto.ExecutePlanResponse], None]
@@ -143,6 +145,28 @@ async def stop_write(
             f"Temporary table [{name}]: its write (operation {operation_id}) still runs "
             f"{timeout_s:.0f} s after being interrupted"
         ) from None
+
+
+async def remove_for_good(remove: Callable[[], bool], timeout_s: float) -> None:
+    """Remove a failed write's folder, again while Spark's tasks straggle into it.
+
+    When a task fails the job, Spark kills the job's other tasks without
+    waiting for them: one that was still opening its file can create it, and
+    the folders above it, after the operation ended and the folder was
+    deleted. ``remove`` (True when it deleted something) runs until the folder
+    stays gone for a few polls.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    remove()
+    quiet = 0
+    while quiet < QUIET_POLLS and loop.time() < deadline:
+        await asyncio.sleep(WRITE_POLL_S)
+        if remove():
+            log.info("removed files a stopped write left after it ended")
+            quiet = 0
+        else:
+            quiet += 1
 
 
 async def stop_writes(session: Session, upstream: UpstreamSession, timeout_s: float) -> None:

@@ -1,0 +1,157 @@
+"""What a format cannot hold exactly is refused, naming the column, its type and what to use.
+
+A type a format cannot hold is refused before anything is written; a value a
+format cannot hold (within a type it holds) stops the write on the first such
+row, before Spark commits a file. Either way nothing is left: no folder, no
+view, no entry in SHOW TEMPORARY TABLES, and an INSERT leaves the table as it
+was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.errors.exceptions.base import PySparkException
+from pyspark.sql import SparkSession
+
+from tests.integration.support import table_folders, temp_table_names
+
+
+def assert_only(spark: SparkSession, workspace: Path, names: list[str]) -> None:
+    """The session has exactly the temp tables ``names``: their folders, views and entries."""
+    assert sorted(temp_table_names(spark)) == sorted(names)
+    views = [r.viewName for r in spark.sql("SHOW VIEWS").collect() if r.isTemporary]
+    assert sorted(views) == sorted(names)
+    folders = table_folders(workspace, spark)
+    assert len(folders) == len(names), [sorted(str(p) for p in f.rglob("*")) for f in folders]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "query", "message"),
+    [
+        ("json", "SELECT map(1, 'a', 2, 'b') AS m",
+         r"column \[m\] of type map<int,string> cannot be held exactly by json \(json map keys "
+         r"are strings\); formats that hold it: parquet(?!,)"),
+        ("json", "SELECT 1 AS i, array(named_struct('k', map(DATE'2024-01-01', 1))) AS deep",
+         r"column \[deep\] of type array<struct<k:map<date,int>>> cannot be held exactly by "
+         r"json .*formats that hold it: parquet(?!,)"),
+        ("orc", "SELECT map('b', 1, 'a', 2) AS m",
+         r"column \[m\] of type map<string,int> cannot be held exactly by orc \(orc sorts a "
+         r"map's entries by key, so their order changes\); formats that hold it: parquet, json"),
+        ("csv", "SELECT X'00FF10' AS b",
+         r"column \[b\] of type binary cannot be held exactly by csv \(csv writes the bytes as "
+         r"text\); formats that hold it: parquet, orc, json"),
+        ("csv", "SELECT 1 AS i, array(1) AS a",
+         r"column \[a\] of type array<int> .* by csv \(csv holds only flat columns\); formats "
+         r"that hold it: parquet, orc, json"),
+        ("json", "SELECT parse_json('1') AS v",
+         r"column \[v\] of type variant .* by json .*formats that hold it: parquet"),
+        ("orc", "SELECT parse_json('1') AS v",
+         r"column \[v\] of type variant .* by orc .*formats that hold it: parquet"),
+        ("orc", "SELECT 1 AS i, NULL AS nothing",
+         r"column \[nothing\] of type void .* by orc .*formats that hold it: parquet, json"),
+        ("parquet", "SELECT make_interval(1, 2) AS iv",
+         r"column \[iv\] of type interval .*no temp-table format holds it"),
+        ("parquet", "SELECT 1 AS i, X'01' AS p",
+         r"partition column \[p\] of type binary cannot be held exactly"),
+    ],
+    ids=["json-int-keys", "json-nested-keys", "orc-map", "csv-binary", "csv-array", "json-variant",
+         "orc-variant", "orc-void", "calendar-interval", "binary-partition"],
+)
+def test_a_type_the_format_cannot_hold_is_refused_before_writing(
+    spark: SparkSession, workspace: Path, fmt: str, query: str, message: str
+) -> None:
+    spark.sql("CREATE TEMP TABLE keeper AS SELECT 1 AS x")
+    partition = "PARTITIONED BY (p)" if "AS p" in query else ""
+    with pytest.raises(AnalysisException, match=r"Temporary table \[refused\] was not created: "):
+        spark.sql(f"CREATE TEMPORARY TABLE refused USING {fmt} {partition} AS {query}")
+    with pytest.raises(AnalysisException, match=message):
+        spark.sql(f"CREATE OR REPLACE TEMPORARY TABLE keeper USING {fmt} {partition} AS {query}")
+    assert_only(spark, workspace, ["keeper"])
+    assert spark.table("keeper").collect() == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "partition", "query", "message"),
+    [
+        ("text", "", "SELECT 'one' AS s UNION ALL SELECT 'two\nlines'",
+         r"column \[s\] of type string holds NULL or a line break, which text cannot hold"),
+        ("text", "", "SELECT 'one' AS s UNION ALL SELECT NULL",
+         r"holds NULL or a line break, which text cannot hold"),
+        ("text", "", "SELECT 'carriage\rreturn' AS s", r"NULL or a line break"),
+        ("orc", "", "SELECT DATE'2024-01-01' AS d UNION ALL SELECT DATE'1582-10-10'",
+         r"column \[d\] of type date holds a date or timestamp in the days 1582-10-05 to "
+         r"1582-10-14 .*which orc cannot hold exactly.*use parquet, json, csv"),
+        ("orc", "", "SELECT array(named_struct('t', TIMESTAMP'1582-10-07 12:00:00')) AS a",
+         r"column \[a\] of type array<struct<t:timestamp>> holds a date or timestamp"),
+        ("parquet", "PARTITIONED BY (k)", "SELECT 1 AS i, 'a' AS k UNION ALL SELECT 2, ''",
+         r"column \[k\] of type string holds '', '__HIVE_DEFAULT_PARTITION__', a NUL "
+         r"character or a string that is not UTF-8, which a partition folder name cannot hold"),
+        ("csv", "PARTITIONED BY (k)", "SELECT 1 AS i, concat('a', chr(0)) AS k",
+         r"which a partition folder name cannot hold"),
+        ("json", "PARTITIONED BY (k)", "SELECT 1 AS i, '__HIVE_DEFAULT_PARTITION__' AS k",
+         r"which a partition folder name cannot hold"),
+        ("json", "", "SELECT map('k', array(CAST(X'61FF' AS STRING))) AS m",
+         r"column \[m\] of type map<string,array<string>> holds a string that is not UTF-8, "
+         r"which json cannot hold exactly.*use parquet\)"),
+        ("csv", "", "SELECT CAST(X'C328' AS STRING) AS s",
+         r"holds a string that is not UTF-8, which csv cannot hold exactly"),
+    ],
+    ids=["text-line-break", "text-null", "text-cr", "orc-date", "orc-timestamp",
+         "empty-partition", "nul-partition", "default-partition", "json-not-utf8", "csv-not-utf8"],
+)
+def test_a_value_the_format_cannot_hold_stops_the_write(
+    spark: SparkSession, workspace: Path, fmt: str, partition: str, query: str, message: str
+) -> None:
+    spark.sql("CREATE TEMP TABLE keeper AS SELECT 1 AS x")
+    with pytest.raises(PySparkException, match=message):
+        spark.sql(f"CREATE TEMPORARY TABLE refused USING {fmt} {partition} AS {query}")
+    with pytest.raises(PySparkException, match=r"Temporary table \[keeper\]"):
+        spark.sql(f"CREATE OR REPLACE TEMPORARY TABLE keeper USING {fmt} {partition} AS {query}")
+    assert_only(spark, workspace, ["keeper"])
+    assert spark.table("keeper").collect() == [(1,)]
+
+
+def test_orc_keeps_the_days_around_the_calendar_switch(spark: SparkSession) -> None:
+    query = (
+        "SELECT * FROM VALUES (DATE'1582-10-04', TIMESTAMP'1582-10-03 23:59:59.999999'), "
+        "(DATE'1582-10-15', TIMESTAMP'1582-10-16 00:00:00'), (DATE'1500-02-28', "
+        "TIMESTAMP'1000-01-01 00:00:00.000001') AS t(d, ts)"
+    )
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    spark.sql(f"CREATE TEMPORARY TABLE around USING orc AS {query}")
+    shown = ("unix_date(d)", "unix_micros(ts)")
+    assert sorted(spark.table("around").selectExpr(*shown).collect()) == sorted(
+        spark.sql(query).selectExpr(*shown).collect()
+    )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "options", "message"),
+    [
+        ("json", "timestampFormat 'yyyy-MM-dd'",
+         r"option \[timestampFormat\] is chosen by the gateway for json temp tables"),
+        ("csv", "nullValue ''", r"option \[nullValue\] is chosen by the gateway"),
+        ("csv", "ignoreLeadingWhiteSpace 'true'", r"option \[ignoreLeadingWhiteSpace\]"),
+        ("csv", "sep ';;'", r"option \[sep\] must be one character other than a quote"),
+        ("csv", "delimiter '\"'", r"option \[delimiter\] must be one character"),
+        ("orc", "'orc.proleptic.gregorian' 'true'", r"option \[orc.proleptic.gregorian\]"),
+    ],
+)
+def test_options_that_would_change_values_are_refused(
+    spark: SparkSession, workspace: Path, fmt: str, options: str, message: str
+) -> None:
+    with pytest.raises(AnalysisException, match=message):
+        spark.sql(f"CREATE TEMPORARY TABLE o USING {fmt} OPTIONS ({options}) AS SELECT 1 AS i")
+    assert_only(spark, workspace, [])
+
+
+def test_layout_options_are_taken(spark: SparkSession) -> None:
+    spark.sql("CREATE TEMPORARY TABLE g USING json OPTIONS (compression 'gzip') AS SELECT 1 AS i")
+    spark.sql(
+        "CREATE TEMPORARY TABLE p USING parquet OPTIONS ('parquet.page.size' '65536') "
+        "AS SELECT 1 AS i"
+    )
+    assert spark.table("g").collect() == spark.table("p").collect() == [(1,)]

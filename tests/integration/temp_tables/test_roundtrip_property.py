@@ -1,0 +1,111 @@
+"""Property: a random table, CTTAS in every format, reads back value for value, or is refused.
+
+Random schemas (every type the client can send, nested to depth 3, nulls
+everywhere) and rows, sent from the stock client in a random session time
+zone and read back in another. Each format either takes the table and gives
+back exactly the source's values, the source's types, and one count from
+CTTAS, ``count(*)`` and SHOW TEMPORARY TABLES, or refuses it naming the
+column (``expected_refusal`` says which, from the values) and leaves nothing.
+DuckDB reads the parquet and csv files as a second opinion; half the tables
+are also written again by INSERT. The run is bounded by ``--roundtrip-seconds``
+(30 by default); everything it ever found is kept in ``FINDS`` and runs
+every time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from tests.integration.temp_tables.roundtrip_check import RoundTrip, roundtrip_seconds
+from tests.integration.temp_tables.roundtrip_data import Table, tables
+
+ROUND_EXAMPLES = 4
+"""Examples per hypothesis run; runs repeat until the test's seconds are spent."""
+
+
+def test_random_tables_read_back_exactly_or_are_refused(
+    round_trip: RoundTrip, request: pytest.FixtureRequest
+) -> None:
+    @settings(
+        max_examples=ROUND_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(tables(), st.booleans(), st.booleans())
+    def one_round(table: Table, via_sql: bool, insert: bool) -> None:
+        round_trip.check(table, via_sql=via_sql, insert=insert)
+
+    budget = roundtrip_seconds(request.config)
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < budget:
+            one_round()
+    finally:
+        round_trip.tally.seconds = time.monotonic() - started
+
+
+def _table(schema: StructType, rows: list[tuple[Any, ...]], partition: str | None = None,
+           zone: str = "UTC") -> Table:  # fmt: skip
+    return Table(schema, rows, partition, zone)
+
+
+FINDS: list[tuple[str, Table]] = [
+    (
+        "orc read a column named with a backtick back as NULL",
+        _table(
+            StructType([
+                StructField("id", LongType(), False),
+                StructField("a", BooleanType()),
+                StructField("q`t", BooleanType()),
+            ]),
+            [(0, None, False)],
+        ),
+    ),
+    (
+        "orc gave a map's entries back sorted by key",
+        _table(
+            StructType([
+                StructField("id", LongType(), False),
+                StructField("c", MapType(ByteType(), BooleanType())),
+                StructField("m", BooleanType()),
+            ]),
+            [(0, None, None), (1, {1: None, 0: None}, True)],
+            partition="m",
+        ),
+    ),
+    (
+        "a partition value with a NUL character failed the write with Spark's Mkdirs error",
+        _table(
+            StructType([StructField("id", LongType(), False), StructField("c", StringType())]),
+            [(0, "\x00")],
+            partition="c",
+        ),
+    ),
+]
+"""Tables the property found wrong once, each with what was wrong; they run every time."""
+
+
+@pytest.mark.parametrize(("what", "table"), FINDS, ids=[w for w, _ in FINDS] or None)
+def test_what_the_property_found_reads_back_exactly(
+    round_trip: RoundTrip, what: str, table: Table
+) -> None:
+    started = time.monotonic()
+    round_trip.check(table, via_sql=True, insert=True)
+    round_trip.check(table, via_sql=False, insert=False)
+    round_trip.tally.seconds = time.monotonic() - started
+
