@@ -23,6 +23,7 @@ scan are rewritten before dispatch into scans that decode no values
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.requests import Name, ScanFiles
 from connect_plugin.server.scan_counts import push_row_counts
 from connect_plugin.server.scan_pruning import push_file_filters
-from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.sessions import Session, SessionRegistry
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import (
     SessionContext,
@@ -73,6 +74,8 @@ from connect_plugin.server.upstream import (
 )
 
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
+
+log = logging.getLogger(__name__)
 
 
 class ScanHandler(Handler[ScanFiles]):
@@ -131,9 +134,7 @@ class Scans:
         spec = await self._spec(upstream, session, message)
         return await self._source(upstream, session, spec, count_rows=message.count_rows)
 
-    async def options_read(
-        self, session: SessionContext, options: ScanOptions
-    ) -> ScanRead:
+    async def options_read(self, session: SessionContext, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
         upstream = self._upstream.session(session)
         provided = None
@@ -174,22 +175,43 @@ class Scans:
         return ScanRead(relation, after)
 
     async def _register(self, upstream: UpstreamSession, context: SessionContext) -> None:
-        """Register the scan source in the session, once (the session remembers it)."""
+        """Register the scan source in the session, once (the session remembers it).
+
+        Concurrent first scans of a session wait for one registration: two
+        registrations at once make Spark refuse one (``DATA_SOURCE_ALREADY_EXISTS``).
+        The server-side session is recorded too, whose Python workers the
+        session's end reaps.
+        """
         session = self._registry.open(context.user_id, context.session_id)
         if session.scan_source_registered:
             return
-        cls = ScanDataSource
-        command = spark_proto.Command()
-        registration = command.register_data_source
-        registration.name = cls.name()
-        pickled = CloudPickleSerializer().dumps(cls)  # type: ignore[no-untyped-call]
-        registration.python_data_source.command = pickled
-        registration.python_data_source.python_ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        async with session.registering:
+            if session.scan_source_registered:
+                return
+            try:
+                await upstream.command(_registration())
+            except UpstreamFailed as exc:
+                raise PlanError(f"registering the scan data source failed: {exc}") from exc
+            session.scan_source_registered = True
+            if not session.server_side_session_id:
+                await self._record_server_side_session(upstream, session)
+
+    async def _record_server_side_session(
+        self, upstream: UpstreamSession, session: Session
+    ) -> None:
+        """Learn the server-side session whose Python workers the session's end stops.
+
+        A registration command is answered without a response that names it,
+        so the upstream is asked (a call that creates nothing).
+        """
         try:
-            await upstream.command(command)
+            found = (
+                upstream.server_side_session_id or await upstream.current_server_side_session_id()
+            )
         except UpstreamFailed as exc:
-            raise PlanError(f"registering the scan data source failed: {exc}") from exc
-        session.scan_source_registered = True
+            log.warning("session %s: its server-side id is unknown: %s", session.session_id, exc)
+            return
+        self._registry.record_server_side_session(session, found)
 
     async def _spec(
         self, upstream: UpstreamSession, session: SessionContext, message: proto.Scan
@@ -259,6 +281,17 @@ class Scans:
         if data_type is None:
             return None
         return _arrow_schema(data_type)
+
+
+def _registration() -> spark_proto.Command:
+    """The command that registers the scan data source, pickled by reference."""
+    command = spark_proto.Command()
+    registration = command.register_data_source
+    registration.name = ScanDataSource.name()
+    pickled = CloudPickleSerializer().dumps(ScanDataSource)  # type: ignore[no-untyped-call]
+    registration.python_data_source.command = pickled
+    registration.python_data_source.python_ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return command
 
 
 def _arrow_schema(data_type: spark_proto.DataType) -> pa.Schema:

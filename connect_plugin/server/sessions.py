@@ -104,6 +104,8 @@ class Session:
     """Wall-clock time of the last call's start or end (the registry's clock)."""
     persisted_activity: float = 0.0
     scan_source_registered: bool = False
+    registering: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while the scan data source is registered, so that it is registered once."""
     cached_scans: collections.Counter[bytes] = field(default_factory=collections.Counter)
     """Scans in plans the client persisted, which rewrites leave whole (``cached_scans``)."""
     stored: bool = False
@@ -186,6 +188,10 @@ class SessionRegistry:
 
     def sessions(self) -> list[Session]:
         return list(self._sessions.values())
+
+    def server_sessions(self) -> set[str]:
+        """The server-side ids of the sessions held (those the upstream has told)."""
+        return {s.server_side_session_id for s in self._sessions.values() if s.server_side_session_id}
 
     def shares_folder(self, session: Session) -> bool:
         """Whether another user's session has the same id (and so the same folder)."""
