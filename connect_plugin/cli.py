@@ -1,4 +1,5 @@
-"""``connect-plugin``: run the gateway (embedded Spark or in front of one) or the demo.
+"""``connect-plugin``: run the gateway (embedded Spark or in front of one) or the demo; stop
+idle Python worker daemons beside a Spark process that runs without a gateway.
 
 The command comes with the base install; the gateway needs the server install,
 so ``serve`` and ``demo`` check for it first and print the pip command that
@@ -12,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -64,7 +66,30 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "demo", parents=[common], help="start the embedded stack on free ports, run a short session, stop"
     )
+
+    idle = commands.add_parser(
+        "stop-idle-python-workers",
+        help="stop Spark's Python worker daemons of this user idle for --idle-s (a worker's side)",
+    )
+    idle.add_argument("--idle-s", type=float, required=True, help="seconds without a worker")
+    idle.add_argument("--while-pid", type=int, help="stop looking once this process is gone")
     return parser
+
+
+def _stop_idle_python_workers(idle_s: float, while_pid: int | None) -> int:
+    """Sweep for idle daemons until ``while_pid`` (if given) is gone."""
+    from connect_plugin.server.python_workers import IdleDaemons, sweep_interval
+
+    idle = IdleDaemons(idle_s)
+    interval = sweep_interval(idle_s)
+    wait = threading.Event().wait
+    swept = -interval
+    while while_pid is None or Path(f"/proc/{while_pid}").exists():
+        if time.monotonic() - swept >= interval:
+            idle.sweep()
+            swept = time.monotonic()
+        wait(min(interval, 1.0))
+    return 0
 
 
 def _configure_logging(config: Config) -> None:
@@ -109,6 +134,12 @@ def _serve(config: Config) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "stop-idle-python-workers":
+        if args.idle_s <= 0:
+            print("connect-plugin: error: --idle-s must be positive", file=sys.stderr)
+            return 2
+        logging.basicConfig(stream=sys.stderr, level="INFO")
+        return _stop_idle_python_workers(args.idle_s, args.while_pid)
     arguments: dict[str, Any] = {
         key: value for key, value in vars(args).items() if key != "command" and value is not None
     }

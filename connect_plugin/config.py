@@ -96,6 +96,12 @@ class Config:
     """``user_id token`` per line: every RPC must carry one of the tokens (see ``server.auth``)."""
     allow_unauthenticated: bool = False
     """Serve a non-loopback address without ``auth_tokens_file`` (anyone reaching it is anyone)."""
+    stop_python_workers: bool = False
+    """Spark's Python workers run on this machine as this user (``--local`` sets it): stop the
+    worker daemons of each session that ends, and those idle for ``python_worker_idle_s``."""
+    python_worker_idle_s: float = 600.0
+    """With ``stop_python_workers``, how long a Python worker daemon may go without a worker
+    before it is stopped (Spark starts it again when its session needs it); 0: never."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -121,6 +127,10 @@ class Config:
             raise ConfigError(
                 f"session_idle_timeout_s {self.session_idle_timeout_s!r} must be positive "
                 "(or 0 for the upstream's session timeout)"
+            )
+        if self.python_worker_idle_s < 0:
+            raise ConfigError(
+                f"python_worker_idle_s {self.python_worker_idle_s!r} must be positive (or 0: never)"
             )
         if self.session_sweep_interval_s <= 0:
             raise ConfigError(

@@ -37,6 +37,7 @@ from connect_plugin.server.guards import (
 )
 from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
+from connect_plugin.server.python_workers import IdleDaemons, stop_ended, sweep_idle
 from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.rejects import RejectsTables
@@ -78,6 +79,7 @@ class Gateway:
         self.watch: SessionWatch | None = None
         self._workspace_lock: WorkspaceLock | None = None
         self.authenticator: TokenAuthenticator | None = None
+        self._idle_daemons: asyncio.Task[None] | None = None
 
     @property
     def address(self) -> str:
@@ -114,7 +116,8 @@ class Gateway:
             config.registry_path or workspace.private_folder / REGISTRY_FILE
         )
         self.sessions = registry = SessionRegistry(store)
-        release = SessionRelease(registry, workspace)
+        stopping = config.stop_python_workers
+        release = SessionRelease(registry, workspace, stop_ended if stopping else None)
         self.recovery = Recovery(config, registry, workspace, upstream, release)
         await self.recovery.run()
         handlers = PluginHandlers(
@@ -151,6 +154,9 @@ class Gateway:
         await server.start()
         self._server = server
         await self.watch.start()
+        if stopping and config.python_worker_idle_s > 0:
+            idle = IdleDaemons(config.python_worker_idle_s)
+            self._idle_daemons = asyncio.ensure_future(sweep_idle(idle, registry.server_sessions))
         serving = health_pb2.HealthCheckResponse.SERVING
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)
@@ -178,6 +184,8 @@ class Gateway:
             await self._health.enter_graceful_shutdown()
         if self._server is not None:
             await self._server.stop(grace)
+        if self._idle_daemons is not None:
+            self._idle_daemons.cancel()
         try:
             if self.watch is not None:
                 await self.watch.stop()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from connect_plugin.errors import WorkspaceError
 from connect_plugin.server.sessions import Lifecycle, Session, SessionRegistry
@@ -25,9 +25,16 @@ log = logging.getLogger(__name__)
 class SessionRelease:
     """Forgets sessions that are gone: their tables, folder, rows and object."""
 
-    def __init__(self, registry: SessionRegistry, workspace: Workspace) -> None:
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        workspace: Workspace,
+        ended: Callable[[Session], object] | None = None,
+    ) -> None:
+        """``ended`` is told of each session forgotten (to stop its Python workers)."""
         self._registry = registry
         self._workspace = workspace
+        self._ended = ended
 
     async def forget(self, session: Session, *, lost: str | None = None) -> bool:
         """Forget ``session`` once the statement running in it has finished.
@@ -63,6 +70,8 @@ class SessionRelease:
             self._registry.begin_drop(tables)
             session.tables.clear()
         self._registry.forget(session)
+        if self._ended is not None:
+            self._ended(session)
         if not self._registry.shares_folder(session):
             try:
                 self._workspace.remove_session(session.session_id)

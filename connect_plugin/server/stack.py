@@ -54,7 +54,12 @@ class Stack:
         try:
             if self.embedded is not None:
                 self.embedded.start(timeout=config.upstream_start_timeout_s)
-                config = dataclasses.replace(config, local=False, upstream=self.embedded.address)
+                config = dataclasses.replace(
+                    config,
+                    local=False,
+                    upstream=self.embedded.address,
+                    stop_python_workers=True,
+                )
             self.gateway = serve(config)
         except BaseException:
             self.stop()

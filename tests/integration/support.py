@@ -32,7 +32,12 @@ class Upstream:
 
 @contextmanager
 def serving(upstream: Upstream, workspace: Path, **settings: object) -> Iterator[Gateway]:
-    """A gateway of its own in front of ``upstream``, on a free port, with ``settings``."""
+    """A gateway of its own in front of ``upstream``, on a free port, with ``settings``.
+
+    Like ``--local``, it stops the Python workers of the sessions that end when the
+    upstream is the embedded server of this test session, which runs on this machine.
+    """
+    settings = {"stop_python_workers": upstream.embedded, **settings}
     config = Config(
         port=0, upstream=upstream.address, workspace=workspace, conf_dir=None, **settings  # type: ignore[arg-type]
     )
