@@ -27,6 +27,7 @@ import grpc
 from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
 from connect_plugin.extras import SERVER_INSTALL
 from connect_plugin.server.private_files import open_private
+from connect_plugin.worker_python import launcher
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,9 @@ class EmbeddedSparkConnect:
         """``state_dir``: the JVM's working folder, holding ``warehouse/`` and, unless
         ``log_path`` says otherwise, ``logs/spark-connect.log``. ``home``: a Spark
         distribution (default: the installed pyspark's). ``python``: the interpreter of
-        Spark's Python workers (default: this one); it must import ``connect_plugin``."""
+        Spark's Python workers, on the driver and the executors (default: this one), run
+        through the ``connect-plugin-python`` launcher beside it when there is one, which
+        loads pyspark from bytecode; it must import ``connect_plugin``."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master
@@ -129,7 +132,7 @@ class EmbeddedSparkConnect:
             log_path = state_dir / LOG_FILE
         self.log_path = log_path
         self.home = home
-        self.python = str(python or sys.executable)
+        self.python = launcher(str(python or sys.executable))
         self._process: subprocess.Popen[bytes] | None = None
 
     @property

@@ -28,9 +28,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+import connect_plugin
 from connect_plugin.config import Config
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
+from connect_plugin.server.python_workers import daemons
 from tests.integration.installs.api_check import assert_api_works
 from tests.integration.installs.requirements import (
     lower_end,
@@ -38,7 +40,7 @@ from tests.integration.installs.requirements import (
     pinned,
 )
 from tests.integration.installs.venvs import Dists, Venv, VenvCache, clean_env
-from tests.integration.support import TEST_SPARK_CONF
+from tests.integration.support import TEST_SPARK_CONF, new_session
 
 SERVERS = ("4.0.0", "4.1.4", "4.2.1", "4.3.0")
 CLIENTS = (
@@ -74,6 +76,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("client", CLIENTS if every else ENDS_CLIENTS)
     elif name == "test_the_servers_own_install_runs_the_gateway":
         metafunc.parametrize("server", SERVERS if every else (OLDEST,), indirect=True, scope="module")
+    elif name == "test_the_servers_python_workers_load_pyspark_from_bytecode":
+        metafunc.parametrize("server", ENDS_SERVERS, indirect=True, scope="module")
     elif name == "test_the_newest_client_on_the_oldest_server":
         metafunc.parametrize("server", (OLDEST,), indirect=True, scope="module")
 
@@ -212,3 +216,46 @@ def test_the_session_server_is_the_newest_in_the_matrix() -> None:
     import pyspark
 
     assert Version(pyspark.__version__) >= Version(SERVERS[-1])
+
+
+def test_the_servers_python_workers_load_pyspark_from_bytecode(
+    server: ServerUnderTest, scan_data: Path
+) -> None:
+    """Spark puts its bytecode-less ``pyspark.zip`` first on the workers' path; the
+    ``connect-plugin-python`` launcher of the server's install takes it off, so every
+    Python worker of a scan (the data source's creation, its read planning, its
+    readers) imports pyspark from the install's site-packages."""
+    spark = new_session(server.gateway)
+    try:
+        assert connect_plugin.scan(spark, str(scan_data / "logs"), format="json").count() == 4
+        mine = spark.client._server_session_id
+        paths = {_module(d.pid): _python_path(d.pid) for d in daemons() if d.session == mine}
+    finally:
+        spark.stop()
+    assert set(SCAN_WORKERS) <= set(paths), paths
+    assert all(path is not None and "pyspark.zip" not in path for path in paths.values()), paths
+
+
+SCAN_WORKERS = (
+    "pyspark.sql.worker.create_data_source",
+    "pyspark.sql.worker.plan_data_source_read",
+    "pyspark.worker",
+)
+
+
+def _module(pid: int) -> str:
+    """The worker module a daemon runs (``python -m pyspark.daemon <module>``)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    return argv[3].decode() if len(argv) > 3 else ""
+
+
+def _python_path(pid: int) -> str | None:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    found = [v for v in environ if v.startswith(b"PYTHONPATH=")]
+    return found[0].decode().removeprefix("PYTHONPATH=") if found else ""

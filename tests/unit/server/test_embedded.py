@@ -57,7 +57,9 @@ def test_command_binds_loopback_and_uses_this_interpreter(tmp_path: Path) -> Non
     command = server.command()
     assert "spark.connect.grpc.binding.address=127.0.0.1" in command
     assert "spark.connect.grpc.binding.port=12345" in command
-    assert f"spark.pyspark.python={sys.executable}" in command
+    launcher = Path(sys.executable).with_name("connect-plugin-python")
+    assert f"spark.pyspark.python={launcher}" in command
+    assert f"spark.pyspark.driver.python={launcher}" in command
     assert command[command.index("--properties-file") + 1] == str(tmp_path / "spark-defaults.conf")
     assert "spark.x=y" in command
 
@@ -70,6 +72,17 @@ def test_a_state_folder_holds_the_warehouse_and_the_log(tmp_path: Path) -> None:
     assert f"spark.sql.warehouse.dir={state / 'warehouse'}" in command
     assert f"spark.pyspark.python={workers}" in command
     assert server.log_path == state / "logs" / "spark-connect.log"
+
+
+def test_workers_run_through_the_launcher_beside_the_interpreter(tmp_path: Path) -> None:
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    beside = python.with_name("connect-plugin-python")
+    beside.write_text("#!/bin/sh\n")
+    beside.chmod(0o755)
+    command = EmbeddedSparkConnect(conf_dir=None, port=12345, python=python).command()
+    assert f"spark.pyspark.python={beside}" in command
+    assert f"spark.pyspark.driver.python={beside}" in command
 
 
 def test_explicit_settings_win_over_the_state_folder(tmp_path: Path) -> None:

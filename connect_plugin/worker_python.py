@@ -1,0 +1,79 @@
+"""``connect-plugin-python``: the interpreter of Spark's Python workers, starting from bytecode.
+
+Spark puts its distribution's ``pyspark.zip`` first on its Python workers'
+path. The zip holds no bytecode, so every worker daemon (three or four per
+session) compiles pyspark anew: about half a second of CPU each. When this
+interpreter's installed pyspark is the zip's own version, the launcher
+takes the zip off ``PYTHONPATH`` and runs the interpreter with the same
+arguments, so pyspark loads from site-packages, compiled once at install.
+With any other pyspark (or none) the path stays as Spark set it.
+
+Point Spark at it with ``spark.pyspark.python`` (the embedded server and
+the image do). It imports nothing but the standard library and never
+imports pyspark itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import zipfile
+from collections.abc import Sequence
+from importlib import metadata
+
+ZIP_NAME = "pyspark.zip"
+_VERSION = re.compile(rb"""__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""")
+
+
+def zip_version(path: str) -> str | None:
+    """The pyspark version a ``pyspark.zip`` holds (None when it cannot be read)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            found = _VERSION.search(archive.read("pyspark/version.py"))
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    return found.group(1).decode() if found else None
+
+
+def installed_version() -> str | None:
+    try:
+        return metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def worker_path(python_path: str, installed: str | None) -> str:
+    """``PYTHONPATH`` without the pyspark zips of the installed pyspark's version."""
+    entries = python_path.split(os.pathsep) if python_path else []
+    kept = [
+        entry
+        for entry in entries
+        if not (
+            installed is not None
+            and os.path.basename(entry) == ZIP_NAME
+            and zip_version(entry) == installed
+        )
+    ]
+    return os.pathsep.join(kept)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run this interpreter with ``argv`` (the launcher's own by default), the zip off its path."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    environment = dict(os.environ)
+    python_path = environment.get("PYTHONPATH", "")
+    if ZIP_NAME in python_path:
+        environment["PYTHONPATH"] = worker_path(python_path, installed_version())
+    os.execve(sys.executable, [sys.executable, *arguments], environment)
+
+
+def launcher(python: str) -> str:
+    """The ``connect-plugin-python`` beside ``python`` (same environment), else ``python``."""
+    folder = os.path.dirname(python)
+    candidate = os.path.join(folder, "connect-plugin-python")
+    return candidate if os.access(candidate, os.X_OK) else python
+
+
+if __name__ == "__main__":
+    main()
