@@ -13,7 +13,12 @@
 ``entrypoint.py`` starts the role in the foreground (it replaces itself with
 the role's process, so signals reach it); ``entrypoint.py health`` exits 0
 when the role answers (gRPC health for the gateway, the port for the rest);
-any other arguments are run as a command. Every path and default the image
+any other arguments are run as a command. The ``worker`` and ``connect``
+roles run Spark's Python workers through ``connect-plugin-python`` (pyspark
+from bytecode) and keep a sweeper beside the role's process that stops
+Python worker daemons idle for ``CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S``
+seconds (``0``: never), as Spark keeps every session's daemons until it
+stops. Every path and default the image
 fixes is an environment variable whose default is the image's value, so the
 same script runs one role per network namespace in the cluster tests.
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +57,7 @@ IMAGE_DEFAULTS: Mapping[str, str] = {
     "SPARK_WORKER_WEBUI_PORT": "8081",
     "SPARK_WORKER_DIR": "/var/lib/connect-plugin/work",
     "SPARK_CONNECT_PORT": "15002",
+    "CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S": "600",
 }
 """Environment variable -> the image's value, used where the variable is unset or empty."""
 
@@ -69,6 +76,8 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     folders: tuple[Path, ...] = ()
+    beside: tuple[str, ...] = ()
+    """A command run for as long as the role's process lives (it is told that pid)."""
 
 
 @dataclass(frozen=True)
@@ -128,13 +137,15 @@ def _gateway_argv(python: str, role: str) -> list[str]:
 
 
 def _spark_env(env: MutableMapping[str, str], python: str) -> None:
-    """What every Spark process of the image needs: its home, Java, and one Python."""
+    """What every Spark process of the image needs: its home, Java, and one Python (through
+    its launcher, which loads pyspark from bytecode)."""
     from connect_plugin.server.embedded import find_java, spark_home
+    from connect_plugin.worker_python import launcher
 
     java, _ = find_java(env)
     env.setdefault("SPARK_HOME", str(spark_home()))
     env.setdefault("JAVA_HOME", str(java.resolve().parents[1]))
-    env.setdefault("PYSPARK_PYTHON", python)
+    env.setdefault("PYSPARK_PYTHON", launcher(python))
     env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
     env["SPARK_CONNECT_MODE"] = "0"
     env.pop("SPARK_REMOTE", None)
@@ -161,8 +172,23 @@ def launch(role: str, environ: Mapping[str, str], python: str = sys.executable) 
         argv += ["--port", str(_port(env, "SPARK_WORKER_PORT"))]
         argv += ["--webui-port", str(_port(env, "SPARK_WORKER_WEBUI_PORT"))]
         argv += ["--work-dir", str(work), env["SPARK_MASTER_URL"]]
-        return Launch(argv, env, (work,))
-    return Launch(_connect_argv(env, address), env)
+        return Launch(argv, env, (work,), _sweeper(env, python))
+    return Launch(_connect_argv(env, address), env, (), _sweeper(env, python))
+
+
+def _sweeper(env: Mapping[str, str], python: str) -> tuple[str, ...]:
+    """The command that stops idle Python worker daemons beside a role; none when told never."""
+    key = "CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S"
+    raw = env[key]
+    try:
+        idle_s = float(raw)
+    except ValueError:
+        raise EntrypointError(f"{key}={raw!r} is not a number of seconds") from None
+    if idle_s < 0:
+        raise EntrypointError(f"{key}={raw!r} must be positive (or 0: never)")
+    if idle_s == 0:
+        return ()
+    return (python, "-m", "connect_plugin.cli", "stop-idle-python-workers", "--idle-s", raw)
 
 
 def _connect_argv(env: Mapping[str, str], address: str) -> list[str]:
@@ -242,6 +268,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     for folder in started.folders:
         folder.mkdir(parents=True, exist_ok=True)
+    if started.beside:
+        subprocess.Popen([*started.beside, "--while-pid", str(os.getpid())], env=started.env)
     print(f"entrypoint: {role}: {' '.join(started.argv)}", file=sys.stderr, flush=True)
     os.execvpe(started.argv[0], started.argv, started.env)
 

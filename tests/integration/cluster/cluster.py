@@ -217,7 +217,6 @@ class Cluster:
             SPARK_WORKER_DIR=str(self.work_dir(name)),
             SPARK_WORKER_CORES=str(self.worker_cores),
             SPARK_WORKER_MEMORY=WORKER_MEMORY,
-            PYSPARK_PYTHON=sys.executable,
         )
         role = self.roles.get(name)
         if role is not None:

@@ -15,6 +15,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from connect_plugin.worker_python import launcher
 from tests.image import ENTRYPOINT, load_entrypoint
 
 entrypoint: Any = load_entrypoint()
@@ -58,7 +59,9 @@ def test_master_binds_and_advertises_the_host_address() -> None:
     assert os.access(launched.argv[0], os.X_OK)
     assert _option(launched.argv, "--host") == ADDRESS
     assert _option(launched.argv, "--port") == "7077"
-    assert launched.env["PYSPARK_PYTHON"] == sys.executable
+    assert launched.env["PYSPARK_PYTHON"] == launcher(sys.executable)
+    assert launched.env["PYSPARK_DRIVER_PYTHON"] == launched.env["PYSPARK_PYTHON"]
+    assert launched.beside == ()
     assert "SPARK_REMOTE" not in launched.env
 
 
@@ -99,6 +102,28 @@ def test_connect_runs_the_driver_reachable_over_the_network(tmp_path: Path) -> N
     assert confs["spark.connect.grpc.binding.address"] == ADDRESS
     assert confs["spark.connect.grpc.binding.port"] == "15010"
     assert confs["spark.pyspark.python"] == confs["spark.pyspark.driver.python"] == "/opt/python"
+
+
+@pytest.mark.parametrize("role", ["worker", "connect"])
+def test_spark_roles_run_python_workers_from_bytecode_and_sweep_idle_ones(role: str) -> None:
+    launched = entrypoint.launch(role, _env(role, SPARK_LOCAL_IP=ADDRESS))
+    assert Path(launched.env["PYSPARK_PYTHON"]).name == "connect-plugin-python"
+    assert launched.env["PYSPARK_DRIVER_PYTHON"] == launched.env["PYSPARK_PYTHON"]
+    command = [sys.executable, "-m", "connect_plugin.cli", "stop-idle-python-workers"]
+    assert list(launched.beside) == [*command, "--idle-s", "600"]
+    quick = entrypoint.launch(
+        role, _env(role, SPARK_LOCAL_IP=ADDRESS, CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S="5")
+    )
+    assert _option(list(quick.beside), "--idle-s") == "5"
+    never = _env(role, SPARK_LOCAL_IP=ADDRESS, CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S="0")
+    assert entrypoint.launch(role, never).beside == ()
+
+
+@pytest.mark.parametrize(("value", "problem"), [("soon", "is not a number"), ("-1", "positive")])
+def test_a_bad_idle_time_is_named(value: str, problem: str) -> None:
+    env = _env("worker", SPARK_LOCAL_IP=ADDRESS, CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S=value)
+    with pytest.raises(entrypoint.EntrypointError, match=f"CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S={value!r}.*{problem}"):
+        entrypoint.launch("worker", env)
 
 
 def test_connect_without_a_local_ip_listens_everywhere_and_advertises_its_host() -> None:
