@@ -156,7 +156,7 @@ class Gateway:
         await self.watch.start()
         if stopping and config.python_worker_idle_s > 0:
             idle = IdleDaemons(config.python_worker_idle_s)
-            self._idle_daemons = asyncio.ensure_future(sweep_idle(idle, registry.server_sessions))
+            self._idle_daemons = asyncio.ensure_future(sweep_idle(idle))
         serving = health_pb2.HealthCheckResponse.SERVING
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)

@@ -35,6 +35,7 @@ from connect_plugin.server.config_guard import ConfigGuard
 from connect_plugin.server.dispatch import Dispatcher, SqlSite
 from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.python_workers import learn_server_side_session
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.status import scan_error_details
@@ -210,11 +211,15 @@ class PluginHandlers:
     async def release_session(
         self, method: str, request: spark_proto.ReleaseSessionRequest, context: Any
     ) -> Interception:
-        """Stop the session's CTTAS writes, let Spark release it, then forget it."""
+        """Stop the session's CTTAS writes, let Spark release it, then forget it (and, with
+        ``stop_python_workers``, stop its Python workers: its server-side id is asked for
+        first when no response has named it yet)."""
         session = self._sessions.open(request.user_context.user_id, request.session_id)
+        upstream = self._upstream.session(_context(request, context))
         if session.writes:
-            upstream = self._upstream.session(_context(request, context))
             await stop_writes(session, upstream, self.config.recovery_timeout_s)
+        if self.config.stop_python_workers and not session.server_side_session_id:
+            await learn_server_side_session(self._sessions, session, upstream)
 
         async def release() -> None:
             await self._release.forget(session)
@@ -271,3 +276,4 @@ def _after_all(outcomes: list[Outcome]) -> Callable[[], Awaitable[None]] | None:
             await hook()
 
     return run_all
+

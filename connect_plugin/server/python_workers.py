@@ -30,13 +30,16 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from connect_plugin.errors import UpstreamFailed
+
 if TYPE_CHECKING:
-    from connect_plugin.server.sessions import Session
+    from connect_plugin.server.sessions import Session, SessionRegistry
+    from connect_plugin.server.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)
 
@@ -126,14 +129,15 @@ class IdleDaemons:
         return stopped
 
 
-async def sweep_idle(idle: IdleDaemons, sessions: Callable[[], Collection[str]]) -> None:
-    """Sweep for idle daemons of ``sessions()`` for ever, a few times per idle period (at most
-    once a minute)."""
+async def sweep_idle(idle: IdleDaemons) -> None:
+    """Sweep for idle daemons of every session for ever, a few times per idle period (at
+    most once a minute): the Spark on this machine is the gateway's own, and a session that
+    Spark expired, or that never scanned, has daemons too."""
     interval = sweep_interval(idle.idle_s)
     while True:
         await asyncio.sleep(interval)
         try:
-            await asyncio.to_thread(idle.sweep, None, sessions())
+            await asyncio.to_thread(idle.sweep)
         except OSError:
             log.exception("looking for idle Python worker daemons failed; trying again")
 
@@ -141,6 +145,24 @@ async def sweep_idle(idle: IdleDaemons, sessions: Callable[[], Collection[str]])
 def sweep_interval(idle_s: float) -> float:
     """A few looks per idle period, at most a minute apart and at least a second."""
     return min(SWEEP_INTERVAL_S, max(idle_s / 4, 1.0))
+
+
+async def learn_server_side_session(
+    registry: SessionRegistry, session: Session, upstream: UpstreamSession
+) -> None:
+    """Record the server-side session whose Python workers the session's end stops.
+
+    A registration command or a release is answered without a response that
+    names it, so the upstream is asked (a call that creates nothing). A
+    session Spark no longer knows stays unnamed: the idle sweep finds its
+    daemons.
+    """
+    try:
+        found = upstream.server_side_session_id or await upstream.current_server_side_session_id()
+    except UpstreamFailed as exc:
+        log.info("session %s: no server-side session to name: %s", session.session_id, exc)
+        return
+    registry.record_server_side_session(session, found)
 
 
 def stop_ended(session: Session) -> int:

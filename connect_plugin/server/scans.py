@@ -23,7 +23,6 @@ scan are rewritten before dispatch into scans that decode no values
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -60,11 +59,12 @@ from connect_plugin.scanning.spark_source import (
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, Handler, Outcome
+from connect_plugin.server.python_workers import learn_server_side_session
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.requests import Name, ScanFiles
 from connect_plugin.server.scan_counts import push_row_counts
 from connect_plugin.server.scan_pruning import push_file_filters
-from connect_plugin.server.sessions import Session, SessionRegistry
+from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import (
     SessionContext,
@@ -74,8 +74,6 @@ from connect_plugin.server.upstream import (
 )
 
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
-
-log = logging.getLogger(__name__)
 
 
 class ScanHandler(Handler[ScanFiles]):
@@ -194,24 +192,7 @@ class Scans:
                 raise PlanError(f"registering the scan data source failed: {exc}") from exc
             session.scan_source_registered = True
             if not session.server_side_session_id:
-                await self._record_server_side_session(upstream, session)
-
-    async def _record_server_side_session(
-        self, upstream: UpstreamSession, session: Session
-    ) -> None:
-        """Learn the server-side session whose Python workers the session's end stops.
-
-        A registration command is answered without a response that names it,
-        so the upstream is asked (a call that creates nothing).
-        """
-        try:
-            found = (
-                upstream.server_side_session_id or await upstream.current_server_side_session_id()
-            )
-        except UpstreamFailed as exc:
-            log.warning("session %s: its server-side id is unknown: %s", session.session_id, exc)
-            return
-        self._registry.record_server_side_session(session, found)
+                await learn_server_side_session(self._registry, session, upstream)
 
     async def _spec(
         self, upstream: UpstreamSession, session: SessionContext, message: proto.Scan

@@ -189,10 +189,6 @@ class SessionRegistry:
     def sessions(self) -> list[Session]:
         return list(self._sessions.values())
 
-    def server_sessions(self) -> set[str]:
-        """The server-side ids of the sessions held (those the upstream has told)."""
-        return {s.server_side_session_id for s in self._sessions.values() if s.server_side_session_id}
-
     def shares_folder(self, session: Session) -> bool:
         """Whether another user's session has the same id (and so the same folder)."""
         return any(
