@@ -1,6 +1,6 @@
 """Run every benchmark, or those named.
 
-    python -m benchmarks [gateway] [loader] [temp_tables] [scan] [pruning] [json_layouts] [rejects] [cluster]
+    python -m benchmarks [gateway] [loader] [temp_tables] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster]
     python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [pruning] [temp_tables]
 
 ``--remote`` measures the scan and temp-table benchmarks through a running
@@ -28,6 +28,7 @@ BENCHMARKS = {
     "pruning": "benchmarks.pruning_bench",
     "json_layouts": "benchmarks.json_layout_bench",
     "rejects": "benchmarks.rejects_bench",
+    "first_scan": "benchmarks.first_scan_bench",
     "cluster": "benchmarks.cluster_bench",
 }
 ON_ANY_SERVER = ("temp_tables", "scan", "pruning")

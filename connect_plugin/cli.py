@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="serve a non-loopback address without --auth-tokens",
     )
+    serve.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        default=None,
+        help="with --local, serve without first running one scan on the embedded server",
+    )
 
     commands.add_parser(
         "demo", parents=[common], help="start the embedded stack on free ports, run a short session, stop"

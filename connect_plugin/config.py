@@ -102,6 +102,9 @@ class Config:
     python_worker_idle_s: float = 600.0
     """With ``stop_python_workers``, how long a Python worker daemon may go without a worker
     before it is stopped (Spark starts it again when its session needs it); 0: never."""
+    warm_up: bool = True
+    """With ``local``, run one scan on the embedded server before serving, so that the first
+    user's first scan is as fast as any later session's (``--no-warm-up``: serve at once)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -1,7 +1,8 @@
 """A gateway together with the Spark Connect server it fronts.
 
-With ``config.local`` the upstream is an embedded server started here and
-stopped with the stack; otherwise ``config.upstream`` names a server someone
+With ``config.local`` the upstream is an embedded server started here (and
+warmed up with one scan, unless ``config.warm_up`` is off) and stopped with
+the stack; otherwise ``config.upstream`` names a server someone
 else runs. The CLI, the demo, the tests and the benchmarks all start the same
 stack through this class.
 """
@@ -9,6 +10,7 @@ stack through this class.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -17,6 +19,7 @@ from connect_plugin.config import Config
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
 
+log = logging.getLogger(__name__)
 
 class Stack:
     """Starts the upstream (when embedded) and the gateway; stops both."""
@@ -54,6 +57,8 @@ class Stack:
         try:
             if self.embedded is not None:
                 self.embedded.start(timeout=config.upstream_start_timeout_s)
+                if config.warm_up:
+                    _warm_up(self.embedded.address)
                 config = dataclasses.replace(
                     config,
                     local=False,
@@ -83,3 +88,13 @@ class Stack:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _warm_up(address: str) -> None:
+    """Warm the embedded server; a failure costs the first user time, never the start."""
+    from connect_plugin.server.warm_up import warm_up
+
+    try:
+        warm_up(address)
+    except Exception:
+        log.exception("warming up the embedded server failed; serving without")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.server.embedded import free_port
+from connect_plugin.server.python_workers import daemons
 from tests.integration.support import Upstream, new_session, spark_connect_server_pids
 
 CLI = str(Path(sys.executable).parent / "connect-plugin")
@@ -48,6 +49,14 @@ def _running(
         if process.stdout is not None:
             process.stdout.close()
         stderr.close()
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return int(status.split("\nPPid:", 1)[1].split()[0])
 
 
 def _env() -> dict[str, str]:
@@ -90,6 +99,11 @@ def test_serve_local_starts_and_stops_its_own_spark(tmp_path: Path) -> None:
             assert _read_stdout_line(process, 240) == READY.format(port=port)
             started = spark_connect_server_pids(mentioning=str(state))
             assert len(started) == 1, started
+            assert "warmed up Spark and its Python workers" in (tmp_path / "stderr.log").read_text()
+            deadline = time.monotonic() + 10
+            while any(_parent(d.pid) in started for d in daemons()):
+                assert time.monotonic() < deadline, "the warm-up scan's Python workers outlived it"
+                time.sleep(0.2)
             session = new_session(f"sc://127.0.0.1:{port}")
             try:
                 assert session.sql("SELECT 6 * 7 AS x").first().x == 42  # type: ignore[union-attr]
