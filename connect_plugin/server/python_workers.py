@@ -11,10 +11,12 @@ the server stops. Two ways bring that memory back:
 - ``stop_session``: the daemons of one server-side session, when the
   gateway saw it end (released, expired, cloned in vain) and Spark runs on
   this machine (``--local``);
-- ``IdleDaemons``: daemons that have had no worker for ``idle_s`` seconds,
-  of the sessions the gateway knows (a session Spark itself expired), or of
-  any session where the machine runs nothing else of Spark (a cluster
-  worker's container). Spark reaps a daemon's idle workers after a minute
+- ``IdleDaemons``: daemons of any session that have had no worker for
+  ``idle_s`` seconds, where the Spark on the machine is the gateway's own
+  (``--local``: a session Spark expired, or whose id the gateway never
+  learnt, has daemons too) or beside a Spark process that runs without a
+  gateway (``connect-plugin stop-idle-python-workers``, the image's worker
+  and connect roles). Spark reaps a daemon's idle workers after a minute
   and starts a new daemon when a later task finds the old one gone, so a
   stopped daemon of a live session costs that session one daemon start,
   never a failure.

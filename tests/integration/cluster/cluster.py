@@ -33,6 +33,7 @@ CONNECT_PORT = 15002
 GATEWAY_PORT = 15002
 WORKER_CORES = 1
 WORKER_MEMORY = "1536m"
+SWEEPER = "stop-idle-python-workers"
 SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",
@@ -227,6 +228,18 @@ class Cluster:
             env["CONNECT_PLUGIN_UPSTREAM"] = f"sc://{self.address('connect')}:{CONNECT_PORT}"
         return env
 
+    def sweepers(self, name: str) -> list[list[str]]:
+        """The arguments after ``stop-idle-python-workers`` of each sweeper process whose
+        parent is host ``name``'s role process (the entrypoint started it, then became the
+        role)."""
+        role = self.processes[name].pid
+        found = []
+        for _, parent, cmdline in _processes():
+            argv = [part.decode() for part in cmdline.split(b"\0") if part]
+            if parent == role and SWEEPER in argv:
+                found.append(argv[argv.index(SWEEPER) + 1 :])
+        return found
+
     def start(self, name: str) -> None:
         host = self.hosts[name]
         self.processes[name] = host.spawn(
@@ -352,3 +365,19 @@ class Cluster:
 
     def close(self) -> None:
         self.network.close()
+
+
+def _processes() -> list[tuple[int, int, bytes]]:
+    """(pid, parent pid, command line) of every process that can be read."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            status = (proc / "status").read_text()
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(status.split("\nPPid:", 1)[1].split()[0])
+        found.append((int(proc.name), parent, cmdline))
+    return found

@@ -121,6 +121,16 @@ def test_scan_runs_in_the_python_workers_of_both_workers(cluster: Cluster, clien
     client.stop("scan")
 
 
+def test_the_workers_and_the_driver_run_the_idle_python_worker_sweeper(cluster: Cluster) -> None:
+    """Spark keeps a session's Python daemons on every executor and on the driver until it
+    stops; the worker and connect roles run the sweeper (``stop-idle-python-workers``)
+    beside Spark for as long as Spark runs, and stop only themselves when Spark stops."""
+    for name in [*cluster.workers, "connect"]:
+        role = str(cluster.processes[name].pid)
+        assert cluster.sweepers(name) == [["--idle-s", "600", "--while-pid", role]], name
+    assert cluster.sweepers("gateway") == []
+
+
 def test_release_leaves_nothing_of_the_session(cluster: Cluster, client: Client) -> None:
     session_id = client.open("release")
     client.sql("release", "CREATE TEMPORARY TABLE a AS SELECT id FROM range(1000)")
