@@ -38,6 +38,8 @@ STOP_TIMEOUT_S = 20.0
 READY_POLL_S = 0.25
 WAREHOUSE_DIR = "warehouse"
 LOG_FILE = Path("logs") / "spark-connect.log"
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+"""Where Spark Connect 4.0+ reads ``spark.connect.authenticate.token`` from its environment."""
 
 
 def spark_home() -> Path:
@@ -115,13 +117,16 @@ class EmbeddedSparkConnect:
         state_dir: Path | None = None,
         home: Path | None = None,
         python: Path | None = None,
+        token: str | None = None,
     ) -> None:
         """``state_dir``: the JVM's working folder, holding ``warehouse/`` and, unless
         ``log_path`` says otherwise, ``logs/spark-connect.log``. ``home``: a Spark
         distribution (default: the installed pyspark's). ``python``: the interpreter of
         Spark's Python workers, on the driver and the executors (default: this one), run
         through the ``connect-plugin-python`` launcher beside it when there is one, which
-        loads pyspark from bytecode; it must import ``connect_plugin``."""
+        loads pyspark from bytecode; it must import ``connect_plugin``. ``token``: the
+        server takes only calls that carry it (Spark's ``spark.connect.authenticate.token``,
+        handed over in the JVM's environment, never on its command line)."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master
@@ -133,6 +138,7 @@ class EmbeddedSparkConnect:
         self.log_path = log_path
         self.home = home
         self.python = launcher(str(python or sys.executable))
+        self.token = token
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -173,6 +179,9 @@ class EmbeddedSparkConnect:
             SPARK_CONNECT_MODE="0",
         )
         env.pop("SPARK_REMOTE", None)
+        env.pop(TOKEN_VARIABLE, None)
+        if self.token is not None:
+            env[TOKEN_VARIABLE] = self.token
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         if self.log_path is not None:
@@ -224,6 +233,14 @@ class EmbeddedSparkConnect:
             f"the embedded Spark Connect server did not answer on {target} within {timeout:.0f} s"
             + (f"; see {self.log_path}" if self.log_path else "")
         )
+
+    @property
+    def client_address(self) -> str:
+        """The ``sc://`` address a client of this server uses, with its token if it has one
+        (as ``localhost``: pyspark sends a token without TLS only there)."""
+        if self.token is None:
+            return self.address
+        return f"sc://localhost:{self.port}/;token={self.token}"
 
     @property
     def running(self) -> bool:

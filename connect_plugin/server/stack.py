@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -18,6 +19,7 @@ from types import TracebackType
 from connect_plugin.config import Config
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
+from connect_plugin.upstream_url import LOOPBACK_HOSTS
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ class Stack:
                 extra_conf=extra_spark_conf,
                 log_path=spark_log,
                 state_dir=config.state_dir,
+                token=_embedded_token(config.upstream_bind_host),
             )
         self.gateway: Gateway | None = None
 
@@ -58,11 +61,11 @@ class Stack:
             if self.embedded is not None:
                 self.embedded.start(timeout=config.upstream_start_timeout_s)
                 if config.warm_up:
-                    _warm_up(self.embedded.address)
+                    _warm_up(self.embedded.client_address)
                 config = dataclasses.replace(
                     config,
                     local=False,
-                    upstream=self.embedded.address,
+                    upstream=self.embedded.client_address,
                     stop_python_workers=True,
                 )
             self.gateway = serve(config)
@@ -88,6 +91,20 @@ class Stack:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _embedded_token(host: str) -> str | None:
+    """A random token that only this gateway holds, so that another local process that finds
+    the embedded server's port cannot go around the gateway. A server bound beyond loopback
+    gets none: Spark serves no TLS, and a token travels without TLS only over loopback."""
+    if host not in LOOPBACK_HOSTS:
+        log.warning(
+            "the embedded Spark Connect server binds %s, beyond loopback: it takes calls "
+            "without a token from anyone who reaches it",
+            host,
+        )
+        return None
+    return secrets.token_urlsafe(32)
 
 
 def _warm_up(address: str) -> None:

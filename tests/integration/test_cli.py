@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 
-from connect_plugin.server.embedded import free_port
+from connect_plugin.server.embedded import TOKEN_VARIABLE, free_port
 from connect_plugin.server.python_workers import daemons
 from tests.integration.support import Upstream, new_session, spark_connect_server_pids
 
@@ -49,6 +50,24 @@ def _running(
         if process.stdout is not None:
             process.stdout.close()
         stderr.close()
+
+
+def _assert_only_the_gateway_reaches(jvm: int, log: Path) -> None:
+    """The embedded server takes only calls with the token the gateway generated, which is
+    in the JVM's environment alone: not on its command line, not in the gateway's log."""
+    cmdline = Path(f"/proc/{jvm}/cmdline").read_bytes().decode().split("\0")
+    environ = Path(f"/proc/{jvm}/environ").read_bytes().decode().split("\0")
+    (token,) = [v.split("=", 1)[1] for v in environ if v.startswith(TOKEN_VARIABLE + "=")]
+    assert len(token) >= 32
+    assert not any(token in part for part in cmdline)
+    assert token not in log.read_text()
+    (port,) = [v.rsplit("=", 1)[1] for v in cmdline if "grpc.binding.port=" in v]
+    direct = new_session(f"sc://127.0.0.1:{port}")
+    try:
+        with pytest.raises(SparkConnectGrpcException, match=r"UNAUTHENTICATED"):
+            direct.range(1).count()
+    finally:
+        direct.stop()
 
 
 def _parent(pid: int) -> int | None:
@@ -104,6 +123,8 @@ def test_serve_local_starts_and_stops_its_own_spark(tmp_path: Path) -> None:
             while any(_parent(d.pid) in started for d in daemons()):
                 assert time.monotonic() < deadline, "the warm-up scan's Python workers outlived it"
                 time.sleep(0.2)
+            (jvm,) = started
+            _assert_only_the_gateway_reaches(jvm, tmp_path / "stderr.log")
             session = new_session(f"sc://127.0.0.1:{port}")
             try:
                 assert session.sql("SELECT 6 * 7 AS x").first().x == 42  # type: ignore[union-attr]

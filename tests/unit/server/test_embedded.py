@@ -95,3 +95,22 @@ def test_explicit_settings_win_over_the_state_folder(tmp_path: Path) -> None:
     )
     assert f"spark.sql.warehouse.dir={tmp_path / 'wh'}" in server.command()
     assert server.log_path == tmp_path / "spark.log"
+
+
+def test_a_token_goes_to_the_server_by_its_environment_and_to_clients_by_the_address() -> None:
+    server = EmbeddedSparkConnect(conf_dir=None, port=12345, token="s3cret-token")
+    assert not any("s3cret-token" in part for part in server.command())
+    assert server.address == "sc://127.0.0.1:12345"
+    assert server.client_address == "sc://localhost:12345/;token=s3cret-token"
+    assert EmbeddedSparkConnect(conf_dir=None, port=12345).client_address == server.address
+
+
+def test_the_stack_protects_only_a_loopback_embedded_server() -> None:
+    from connect_plugin.server.stack import _embedded_token
+
+    first, second = _embedded_token("127.0.0.1"), _embedded_token("127.0.0.1")
+    assert first is not None
+    assert second is not None
+    assert len(first) >= 32
+    assert first != second
+    assert _embedded_token("0.0.0.0") is None
