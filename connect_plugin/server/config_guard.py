@@ -10,6 +10,15 @@ statement of a text, inside ``BEGIN ... END`` blocks and in the string
 literal of ``EXECUTE IMMEDIATE``, wherever a SQL relation or command sits in
 a plan. Each is refused with ``SettingProtected`` naming the key.
 
+Secrets never leave through settings: a Config RPC that reads settings
+(``spark.conf.get``, ``getAll``, ``get`` with a default, ``get_option``)
+gets the value of every key that looks like a secret, or whose value does,
+replaced by Spark's own ``*********(redacted)``, by Spark's default
+``spark.redaction.regex``. Spark servers before 4.3 answer such a read with
+the value itself, Spark Connect's own ``spark.connect.authenticate.token``
+and ``spark.hadoop.fs.s3a.secret.key`` included, when they were set as
+confs; SQL ``SET`` is redacted by Spark itself on every version.
+
 Most SQL never comes near a protected key: a text is tokenized only when a
 plain search finds a protected key, the workspace root, ``RESET`` or
 ``IMMEDIATE`` (whose literal may be pieced together: 'SET a' '=b') in it;
@@ -20,6 +29,7 @@ long texts are tokenized on a worker thread. Reading a protected setting
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -43,6 +53,13 @@ INLINE_CHARS = 4096
 """SQL texts up to this long are tokenized on the event loop; longer ones on a worker thread."""
 MAX_NESTING = 8
 """How deep ``EXECUTE IMMEDIATE`` literals inside literals are looked into."""
+
+SECRET = re.compile(r"(?i)secret|password|token|access[.]?key")
+"""Spark's default ``spark.redaction.regex``: keys (or values) that hold secrets."""
+REDACTED = "*********(redacted)"
+"""What Spark shows in place of a secret."""
+READS = frozenset(("get", "get_with_default", "get_option", "get_all"))
+"""The Config operations that answer with settings' values."""
 
 _SPARK = Dialect.get_or_raise("spark")
 _SEPARATOR = TokenType.SEMICOLON
@@ -72,6 +89,26 @@ class ConfigGuard:
         elif kind == "unset":
             for key in operation.unset.keys:
                 self._check_setting(key, "")
+
+    @staticmethod
+    def reads(request: spark_proto.ConfigRequest) -> bool:
+        """Whether a Config RPC answers with settings' values (and so needs ``redact``)."""
+        return request.operation.WhichOneof("op_type") in READS
+
+    @staticmethod
+    def redact(response: bytes) -> bytes:
+        """A Config response with the values of secrets replaced, as Spark shows them."""
+        answer = spark_proto.ConfigResponse.FromString(response)
+        secrets = [
+            pair
+            for pair in answer.pairs
+            if pair.HasField("value") and (SECRET.search(pair.key) or SECRET.search(pair.value))
+        ]
+        if not secrets:
+            return response
+        for pair in secrets:
+            pair.value = REDACTED
+        return answer.SerializeToString()
 
     async def check_plan(self, request: Message) -> None:
         """Every SQL text inside the request's plan nodes."""

@@ -106,8 +106,10 @@ class PluginHandlers:
     async def config_rpc(
         self, method: str, request: spark_proto.ConfigRequest, context: Any
     ) -> Interception | None:
-        """Settings the gateway relies on cannot be set or unset."""
+        """Settings the gateway relies on cannot be set or unset; secrets read are redacted."""
         self._guard.check_config(request)
+        if self._guard.reads(request):
+            return Interception(respond=self._guard.redact)
         return None
 
     async def refuse_plugin_messages(

@@ -140,3 +140,37 @@ def test_sql_texts_skip_literals_and_local_data(guard: ConfigGuard) -> None:
     local = request.plan.root.set_op.left_input
     local.local_relation.data = f"SET {COMMITTER}=false".encode()
     assert list(ConfigGuard.sql_texts(request)) == ["SELECT 1"]
+
+
+def test_reads_of_settings_are_told_from_changes() -> None:
+    def request(op: str) -> spark_proto.ConfigRequest:
+        built = spark_proto.ConfigRequest()
+        getattr(built.operation, op).SetInParent()
+        return built
+
+    assert all(ConfigGuard.reads(request(op)) for op in ("get", "get_with_default", "get_option", "get_all"))
+    assert not any(ConfigGuard.reads(request(op)) for op in ("set", "unset", "is_modifiable"))
+
+
+def test_secret_values_are_redacted_as_spark_redacts_them() -> None:
+    response = spark_proto.ConfigResponse(session_id="s", server_side_session_id="t")
+    response.pairs.add(key="spark.connect.authenticate.token", value="tok")
+    response.pairs.add(key="spark.hadoop.fs.s3a.secret.key", value="abc")
+    response.pairs.add(key="spark.hadoop.fs.s3a.access.key", value="AKIA")
+    response.pairs.add(key="spark.my.url", value="jdbc://h?password=x")
+    response.pairs.add(key="spark.sql.shuffle.partitions", value="4")
+    response.pairs.add(key="spark.some.token")
+    redacted = spark_proto.ConfigResponse.FromString(ConfigGuard.redact(response.SerializeToString()))
+    values = {pair.key: pair.value if pair.HasField("value") else None for pair in redacted.pairs}
+    assert values == {
+        "spark.connect.authenticate.token": "*********(redacted)",
+        "spark.hadoop.fs.s3a.secret.key": "*********(redacted)",
+        "spark.hadoop.fs.s3a.access.key": "*********(redacted)",
+        "spark.my.url": "*********(redacted)",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.some.token": None,
+    }
+    assert redacted.server_side_session_id == "t"
+    plain = spark_proto.ConfigResponse(session_id="s")
+    plain.pairs.add(key="spark.sql.shuffle.partitions", value="4")
+    assert ConfigGuard.redact(plain.SerializeToString()) == plain.SerializeToString()
