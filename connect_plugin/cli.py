@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         "--auth-tokens", dest="auth_tokens_file", type=Path, help="file of 'user_id token' lines (mode 600)"
     )
     serve.add_argument(
+        "--upstream-token-file",
+        dest="upstream_token_file",
+        type=Path,
+        help="file holding Spark Connect's token (mode 600), re-read on SIGHUP",
+    )
+    serve.add_argument(
         "--allow-unauthenticated",
         action="store_true",
         default=None,

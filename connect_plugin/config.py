@@ -96,6 +96,9 @@ class Config:
     """``user_id token`` per line: every RPC must carry one of the tokens (see ``server.auth``)."""
     allow_unauthenticated: bool = False
     """Serve a non-loopback address without ``auth_tokens_file`` (anyone reaching it is anyone)."""
+    upstream_token_file: Path | None = None
+    """A private file holding Spark Connect's token, instead of ``token=`` in ``upstream``;
+    re-read on SIGHUP (``server.upstream_token``)."""
     stop_python_workers: bool = False
     """Spark's Python workers run on this machine as this user (``--local`` sets it): stop the
     worker daemons of each session that ends, and those idle for ``python_worker_idle_s``."""
@@ -130,6 +133,20 @@ class Config:
             raise ConfigError(
                 f"session_idle_timeout_s {self.session_idle_timeout_s!r} must be positive "
                 "(or 0 for the upstream's session timeout)"
+            )
+        if self.upstream_token_file is not None and self.local:
+            raise ConfigError(
+                "upstream_token_file is for a server of your own (upstream); with local the "
+                "embedded server gets a token of its own at each start"
+            )
+        if (
+            self.upstream_token_file is not None
+            and self.upstream is not None
+            and parse_upstream(self.upstream).token is not None
+        ):
+            raise ConfigError(
+                "give Spark Connect's token once: either token= in upstream or "
+                "upstream_token_file, not both"
             )
         if self.python_worker_idle_s < 0:
             raise ConfigError(

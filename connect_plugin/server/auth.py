@@ -40,20 +40,27 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
-def read_tokens(path: Path) -> tuple[_Entry, ...]:
-    """The entries of the tokens file at ``path``; ``ConfigError`` naming what is wrong."""
+def read_private_text(path: Path, what: str) -> str:
+    """The text of a file of secrets (``what`` names it in errors), which only its owner may
+    read; ``ConfigError`` naming what is wrong, never its content."""
     try:
         mode = path.stat().st_mode
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read the tokens file [{path}]: {exc.strerror}") from exc
+        raise ConfigError(f"cannot read the {what} [{path}]: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"the tokens file [{path}] is not UTF-8 text") from exc
+        raise ConfigError(f"the {what} [{path}] is not UTF-8 text") from exc
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigError(
-            f"the tokens file [{path}] is open to group or others (mode {stat.S_IMODE(mode):o}); "
+            f"the {what} [{path}] is open to group or others (mode {stat.S_IMODE(mode):o}); "
             f"make it private: chmod 600 {path}"
         )
+    return text
+
+
+def read_tokens(path: Path) -> tuple[_Entry, ...]:
+    """The entries of the tokens file at ``path``; ``ConfigError`` naming what is wrong."""
+    text = read_private_text(path, "tokens file")
     entries: list[_Entry] = []
     seen: dict[bytes, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):

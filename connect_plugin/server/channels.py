@@ -40,29 +40,33 @@ def server_options(config: Config) -> list[tuple[str, Any]]:
     ]
 
 
-def upstream_credentials(url: UpstreamUrl) -> grpc.ChannelCredentials | None:
+def upstream_credentials(
+    url: UpstreamUrl, token: grpc.CallCredentials | None = None
+) -> grpc.ChannelCredentials | None:
     """The upstream channel's credentials, chosen as pyspark chooses them; None: plaintext.
 
     ``use_ssl=true`` means TLS (roots from ``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`` or gRPC's
-    own); a ``token`` alone means TLS too, except to a loopback host, where gRPC's local
-    credentials carry it unencrypted. The token goes as ``authorization: Bearer``
-    on every call the channel makes, the gateway's own included.
+    own); a token (the URL's ``token``, or ``token`` from the upstream token file) means
+    TLS too, except to a loopback host, where gRPC's local credentials carry it
+    unencrypted. The token goes as ``authorization: Bearer`` on every call the channel
+    makes, the gateway's own included.
     """
-    if not url.secure:
+    if url.token is not None:
+        token = grpc.access_token_call_credentials(url.token)
+    if not url.use_ssl and token is None:
         return None
     if not url.use_ssl and url.loopback:
         credentials = grpc.local_channel_credentials()
     else:
         credentials = grpc.ssl_channel_credentials()
-    if url.token is not None:
-        credentials = grpc.composite_channel_credentials(
-            credentials, grpc.access_token_call_credentials(url.token)
-        )
+    if token is not None:
+        credentials = grpc.composite_channel_credentials(credentials, token)
     return credentials
 
 
-def upstream_channel(config: Config) -> grpc.aio.Channel:
-    """The channel to the upstream Spark Connect server, pinging as pyspark does."""
+def upstream_channel(config: Config, token: grpc.CallCredentials | None = None) -> grpc.aio.Channel:
+    """The channel to the upstream Spark Connect server, pinging as pyspark does; ``token``:
+    call credentials carrying Spark's token (from the upstream token file)."""
     url = config.upstream_url
     options: list[tuple[str, Any]] = [
         *_size_options(config),
@@ -72,7 +76,7 @@ def upstream_channel(config: Config) -> grpc.aio.Channel:
         ("grpc.initial_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
         ("grpc.max_reconnect_backoff_ms", MAX_UPSTREAM_RECONNECT_BACKOFF_MS),
     ]
-    credentials = upstream_credentials(url)
+    credentials = upstream_credentials(url, token)
     if credentials is None:
         return grpc.aio.insecure_channel(url.target, options=options)
     return grpc.aio.secure_channel(url.target, credentials, options=options)

@@ -54,6 +54,7 @@ from connect_plugin.server.table_handlers import (
 )
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.upstream_token import UpstreamToken
 from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Gateway:
         self.watch: SessionWatch | None = None
         self._workspace_lock: WorkspaceLock | None = None
         self.authenticator: TokenAuthenticator | None = None
+        self.upstream_token: UpstreamToken | None = None
         self._idle_daemons: asyncio.Task[None] | None = None
 
     @property
@@ -88,8 +90,10 @@ class Gateway:
         return f"{base}/;use_ssl=true" if self.config.tls_cert_file is not None else base
 
     def reload_tokens(self) -> bool:
-        """Re-read the tokens file (SIGHUP); False when there is none or the new one is bad."""
-        return self.authenticator is not None and self.authenticator.reload()
+        """Re-read the client tokens file and the upstream token file (SIGHUP); False when
+        there is neither or a new one is bad (which keeps its previous tokens)."""
+        files = [found for found in (self.authenticator, self.upstream_token) if found is not None]
+        return bool(files) and all([found.reload() for found in files])
 
     def calls(self, method: str) -> int:
         """How many calls of ``method`` the gateway has forwarded."""
@@ -108,7 +112,10 @@ class Gateway:
         config = self.config
         credentials = server_credentials(config)
         self.authenticator = authenticator(config)
-        self._channel = upstream_channel(config)
+        if config.upstream_token_file is not None:
+            self.upstream_token = UpstreamToken(config.upstream_token_file)
+        token = None if self.upstream_token is None else self.upstream_token.credentials()
+        self._channel = upstream_channel(config, token)
         upstream = Upstream(self._channel)
         workspace = Workspace(config.workspace)
         self._workspace_lock = workspace.lock(config.registry_path)
