@@ -179,7 +179,6 @@ class EmbeddedSparkConnect:
             SPARK_CONNECT_MODE="0",
         )
         env.pop("SPARK_REMOTE", None)
-        env.pop(TOKEN_VARIABLE, None)
         if self.token is not None:
             env[TOKEN_VARIABLE] = self.token
         if self.state_dir is not None:
