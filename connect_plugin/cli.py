@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         "--auth-tokens", dest="auth_tokens_file", type=Path, help="file of 'user_id token' lines (mode 600)"
     )
     serve.add_argument(
+        "--metrics-port",
+        dest="metrics_port",
+        type=int,
+        help="serve Prometheus metrics on this port of --host (0 = any free)",
+    )
+    serve.add_argument(
         "--upstream-token-file",
         dest="upstream_token_file",
         type=Path,

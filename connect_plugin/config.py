@@ -96,6 +96,8 @@ class Config:
     """``user_id token`` per line: every RPC must carry one of the tokens (see ``server.auth``)."""
     allow_unauthenticated: bool = False
     """Serve a non-loopback address without ``auth_tokens_file`` (anyone reaching it is anyone)."""
+    metrics_port: int | None = None
+    """Serve Prometheus metrics on this port of ``host`` (0: any free port; unset: none)."""
     upstream_token_file: Path | None = None
     """A private file holding Spark Connect's token, instead of ``token=`` in ``upstream``;
     re-read on SIGHUP (``server.upstream_token``)."""
@@ -112,6 +114,8 @@ class Config:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port {self.port} is outside 0..65535")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"metrics_port {self.metrics_port} is outside 0..65535")
         if self.local and self.upstream:
             raise ConfigError("choose either local (embedded Spark) or upstream, not both")
         if self.upstream is not None:
@@ -186,7 +190,7 @@ _FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 
 def _coerce(name: str, raw: Any) -> Any:
     """Turn a string (environment) or TOML value into the field's type."""
-    field_type = str(_FIELDS[name].type)
+    field_type = str(_FIELDS[name].type).removesuffix(" | None")
     try:
         if field_type == "bool":
             if isinstance(raw, bool):

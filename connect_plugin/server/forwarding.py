@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
@@ -26,6 +27,9 @@ from pyspark.sql.connect.proto import base_pb2
 from connect_plugin.errors import ConnectPluginError, PlanError
 from connect_plugin.server.plans import decode as decode_request
 from connect_plugin.server.status import abort_with, relay
+
+if TYPE_CHECKING:
+    from connect_plugin.server.metrics import GatewayMetrics
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +151,10 @@ class Forwarder:
         observer: CallObserver[Any] | None = None,
         admit: Admission | None = None,
         authenticate: Authentication | None = None,
+        metrics: GatewayMetrics | None = None,
     ):
         self._channel = channel
+        self._metrics = metrics
         self._hooks = dict(hooks or {})
         self._observer = observer
         self._admit = admit
@@ -202,6 +208,7 @@ class Forwarder:
             return self._authenticate(context.invocation_metadata() or ())
         except ConnectPluginError as exc:
             log.info("refused an unauthenticated call: %s", exc)
+            self._refused(exc)
             await abort_with(exc, context)
 
     async def _begin(
@@ -232,6 +239,10 @@ class Forwarder:
         key = None if self._observer is None else self._observer.begin(message)
         return message, key, user
 
+    def _refused(self, reason: BaseException) -> None:
+        if self._metrics is not None:
+            self._metrics.refused(reason)
+
     def _end(self, key: Any) -> None:
         if key is not None and self._observer is not None:
             self._observer.end(key)
@@ -259,6 +270,7 @@ class Forwarder:
             return await self._hooks[name](name, message, context)
         except ConnectPluginError as exc:
             log.info("refused %s: %s", name, exc)
+            self._refused(exc)
             await abort_with(exc, context)
 
     @staticmethod
@@ -293,6 +305,22 @@ class Forwarder:
         """Forwarder for RPCs with one response; the request is bytes or a stream of them."""
 
         async def forward(request: Any, context: Any) -> bytes:
+            if self._metrics is None:
+                return await forward_any(request, context)
+            started = time.perf_counter()
+            failure: BaseException | None = None
+            try:
+                response = await forward_any(request, context)
+                self._metrics.sent_to_client(response)
+                return response
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                code = _status_code(context, failure)
+                self._metrics.finished(name, code, time.perf_counter() - started)
+
+        async def forward_any(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
             message, key, user = await self._begin(decode, request, context)
             if chunk_type is not None and user is not None:
@@ -323,6 +351,8 @@ class Forwarder:
                     return handling.answer.SerializeToString()
                 if handling.request is not None:
                     request = handling.request.SerializeToString()
+            if self._metrics is not None:
+                self._metrics.sent_upstream(request)
             call = upstream(
                 request,
                 metadata=forwardable_metadata(context.invocation_metadata()),
@@ -352,6 +382,27 @@ class Forwarder:
         """Forwarder for RPCs with a response stream, relayed message by message."""
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
+            metrics = self._metrics
+            if metrics is None:
+                async for response in forward_any(request, context):
+                    yield response
+                return
+            started = time.perf_counter()
+            failure: BaseException | None = None
+            metrics.active_streams.inc()
+            try:
+                async for response in forward_any(request, context):
+                    metrics.sent_to_client(response)
+                    yield response
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                metrics.active_streams.dec()
+                code = _status_code(context, failure)
+                metrics.finished(name, code, time.perf_counter() - started)
+
+        async def forward_any(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
             message, key, _user = await self._begin(decode, request, context)
             try:
@@ -376,6 +427,8 @@ class Forwarder:
                         await abort_with(exc, context)
                 if handling.request is not None:
                     request = handling.request.SerializeToString()
+            if self._metrics is not None:
+                self._metrics.sent_upstream(request)
             call = upstream(
                 request,
                 metadata=forwardable_metadata(context.invocation_metadata()),
@@ -410,6 +463,21 @@ class Forwarder:
                     call.cancel()
 
         return forward
+
+
+def _status_code(context: Any, failure: BaseException | None) -> str:
+    """The gRPC status code a call ended with: OK, the one it was aborted with, or what an
+    exception means."""
+    if failure is None:
+        return "OK"
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return str(code.name)
+    if isinstance(code, int):
+        return next((str(c.name) for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
+    if isinstance(failure, asyncio.CancelledError):
+        return "CANCELLED"
+    return "UNKNOWN"
 
 
 def _assign_user(message: Message, user_id: str) -> None:

@@ -14,8 +14,9 @@ import asyncio
 import ipaddress
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -57,6 +58,9 @@ from connect_plugin.server.upstream import Upstream
 from connect_plugin.server.upstream_token import UpstreamToken
 from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 
+if TYPE_CHECKING:
+    from connect_plugin.server.metrics import GatewayMetrics
+
 log = logging.getLogger(__name__)
 
 
@@ -81,6 +85,8 @@ class Gateway:
         self._workspace_lock: WorkspaceLock | None = None
         self.authenticator: TokenAuthenticator | None = None
         self.upstream_token: UpstreamToken | None = None
+        self.metrics: GatewayMetrics | None = None
+        self._stop_metrics: Callable[[], None] | None = None
         self._idle_daemons: asyncio.Task[None] | None = None
 
     @property
@@ -88,6 +94,18 @@ class Gateway:
         """The ``sc://`` URL clients connect to (without any token: clients bring their own)."""
         base = f"sc://{self.config.host}:{self.port}"
         return f"{base}/;use_ssl=true" if self.config.tls_cert_file is not None else base
+
+    def _serve_metrics(self, registry: SessionRegistry) -> GatewayMetrics | None:
+        """With ``metrics_port``, the metrics, served on the gateway's own address."""
+        if self.config.metrics_port is None:
+            return None
+        from connect_plugin.server.metrics import GatewayMetrics
+
+        metrics = GatewayMetrics()
+        metrics.watch(registry)
+        self._stop_metrics = metrics.serve(self.config.host, self.config.metrics_port)
+        self.metrics = metrics
+        return metrics
 
     def reload_tokens(self) -> bool:
         """Re-read the client tokens file and the upstream token file (SIGHUP); False when
@@ -136,12 +154,14 @@ class Gateway:
             release,
         )
         self.watch = SessionWatch(config, registry, upstream, release)
+        metrics = self._serve_metrics(registry)
         self.forwarder = Forwarder(
             self._channel,
             hooks=handlers.hooks(plan_methods()),
             observer=self.watch,
             admit=admit_request,
             authenticate=None if self.authenticator is None else self.authenticator.authenticate,
+            metrics=metrics,
         )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
@@ -193,6 +213,8 @@ class Gateway:
             await self._server.stop(grace)
         if self._idle_daemons is not None:
             self._idle_daemons.cancel()
+        if self._stop_metrics is not None:
+            self._stop_metrics()
         try:
             if self.watch is not None:
                 await self.watch.stop()

@@ -198,3 +198,13 @@ def test_the_single_container_serves_one_port_within_a_minute(
     assert _container_ports(service) == [int(_env(service)["CONNECT_PLUGIN_PORT"])]
     check = service["healthcheck"]
     assert _duration_s(check["start_period"]) <= MAX_LOCAL_START_S, name
+
+
+def test_the_gateways_metrics_are_on_the_compose_network_only(
+    read: Callable[[Path], dict[str, Any]],
+) -> None:
+    for path, service in ((CLUSTER_COMPOSE, "gateway"), (LOCAL_COMPOSE, "spark")):
+        found = read(path)["services"][service]
+        assert str(found["environment"]["CONNECT_PLUGIN_METRICS_PORT"]) == "9464"
+        assert [str(port) for port in found["expose"]] == ["9464"]
+        assert all("9464" not in str(port) for port in found["ports"])

@@ -1,0 +1,76 @@
+"""Prometheus metrics scraped over HTTP during real traffic through the gateway.
+
+Values are asserted, not only names: calls by method and status code, their
+durations, bytes each way, streams in flight, refusals by kind, and what the
+session registry holds; and no label names a user, a session or a table.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from connect_plugin.server.gateway import Gateway
+from tests.integration.support import Upstream, new_session, serving
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@pytest.fixture
+def measured(upstream: Upstream, tmp_path: Path) -> Iterator[Gateway]:
+    with serving(upstream, tmp_path / "ws", metrics_port=0) as gateway:
+        yield gateway
+
+
+def _scrape(gateway: Gateway) -> tuple[str, Samples]:
+    assert gateway.metrics is not None
+    with urllib.request.urlopen(f"http://127.0.0.1:{gateway.metrics.port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return text, samples
+
+
+def _value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_count_real_traffic_and_name_no_one(measured: Gateway) -> None:
+    _, before = _scrape(measured)
+    spark: SparkSession = new_session(measured.address)
+    try:
+        assert spark.range(3).count() == 3
+        spark.sql("CREATE TEMPORARY TABLE metered AS SELECT id FROM range(5)").collect()
+        with pytest.raises(PySparkException, match="SETTING_PROTECTED"):
+            spark.conf.set("spark.sql.sources.commitProtocolClass", "x")
+        session_id, user_id = spark.session_id, spark.client._user_id or ""
+        text, after = _scrape(measured)
+    finally:
+        spark.stop()
+
+    def grew(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    executed = grew("connect_plugin_rpcs_total", method="ExecutePlan", code="OK")
+    assert executed >= 2
+    assert grew("connect_plugin_rpc_duration_seconds_count", method="ExecutePlan") >= executed
+    assert grew("connect_plugin_rpcs_total", method="Config", code="PERMISSION_DENIED") == 1
+    assert grew("connect_plugin_refusals_total", reason="SettingProtected") == 1
+    assert grew("connect_plugin_forwarded_bytes_total", direction="to_upstream") > 0
+    assert grew("connect_plugin_forwarded_bytes_total", direction="to_client") > 0
+    assert _value(after, "connect_plugin_active_streams") == 0
+    assert _value(after, "connect_plugin_temp_tables") == 1
+    assert _value(after, "connect_plugin_temp_table_rows") == 5
+    assert _value(after, "connect_plugin_sessions") >= 1
+    for private in (session_id, "metered", *([user_id] if user_id else [])):
+        assert private not in text
+    _, released = _scrape(measured)
+    assert _value(released, "connect_plugin_temp_tables") == 0
