@@ -132,7 +132,7 @@ class SessionWatch:
     def failed(self, key: SessionKey, error: grpc.aio.AioRpcError) -> None:
         """An upstream error of the session: some say the session is gone."""
         session = self._registry.find(*key)
-        if session is None or not session.holds_state():
+        if session is None or not session.holds_state() or session.state is Lifecycle.RELEASING:
             return
         failure = upstream_failure(error)
         if liveness_of(failure) is Liveness.GONE:
@@ -253,8 +253,10 @@ class SessionWatch:
             self.figures.expired.append(session.session_id)
 
     async def _gone(self, session: Session, gone: str, reason: str) -> None:
-        """End the session unless a CTTAS meanwhile found ``gone`` replaced."""
-        if session.state is Lifecycle.GONE:
+        """End the session unless a CTTAS meanwhile found ``gone`` replaced, or its client
+        released it meanwhile (a call that raced the release then finds it gone upstream:
+        that is a release, logged as one, not a loss)."""
+        if session.state in (Lifecycle.GONE, Lifecycle.RELEASING):
             return
         log.info(
             "Session [%s] no longer exists on the Spark Connect server (%s); its temporary "

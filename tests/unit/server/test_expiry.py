@@ -130,6 +130,32 @@ def test_a_session_the_upstream_lost_ends_at_once_unless_a_cttas_renewed_it(
     asyncio.run(scenario())
 
 
+def test_a_call_that_raced_the_sessions_release_is_no_loss(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pyspark may still release an operation while it releases the session; Spark then
+    answers that the session is gone. The session is being released, not lost."""
+    workspace = tmp_path / "ws"
+    releasing = str(uuid.uuid4())
+
+    async def scenario() -> None:
+        async with FakeUpstream() as spark:
+            spark.sessions[USER, releasing] = "server-1"
+            stage_table(workspace, USER, releasing, "server-1")
+            async with session_state(config(workspace, spark.address)) as state:
+                session = state.registry.find(USER, releasing)
+                assert session is not None
+                session.move_to(Lifecycle.RELEASING)
+                state.watch.failed(session.key, rpc_error(CHANGED, releasing))
+                await state.watch.settle()
+                assert state.watch.figures.gone == []
+                assert (workspace / releasing).is_dir(), "the release, not the watch, ends it"
+
+    with caplog.at_level("INFO"):
+        asyncio.run(scenario())
+    assert "no longer exists" not in caplog.text
+
+
 def test_what_the_gateway_keeps_about_a_session_goes_when_spark_forgets_it(
     tmp_path: Path,
 ) -> None:
