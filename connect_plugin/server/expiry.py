@@ -132,7 +132,7 @@ class SessionWatch:
     def failed(self, key: SessionKey, error: grpc.aio.AioRpcError) -> None:
         """An upstream error of the session: some say the session is gone."""
         session = self._registry.find(*key)
-        if session is None or not session.holds_state() or session.state is Lifecycle.RELEASING:
+        if session is None or not session.holds_state() or session.release_asked:
             return
         failure = upstream_failure(error)
         if liveness_of(failure) is Liveness.GONE:

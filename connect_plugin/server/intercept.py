@@ -217,6 +217,7 @@ class PluginHandlers:
         ``stop_python_workers``, stop its Python workers: its server-side id is asked for
         first when no response has named it yet)."""
         session = self._sessions.open(request.user_context.user_id, request.session_id)
+        session.release_asked = True
         upstream = self._upstream.session(_context(request, context))
         if session.writes:
             await stop_writes(session, upstream, self.config.recovery_timeout_s)

@@ -104,6 +104,9 @@ class Session:
     """Wall-clock time of the last call's start or end (the registry's clock)."""
     persisted_activity: float = 0.0
     scan_source_registered: bool = False
+    release_asked: bool = False
+    """The client asked Spark to release the session: calls of it that fail meanwhile
+    because Spark no longer has it are the release, not a loss."""
     registering: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held while the scan data source is registered, so that it is registered once."""
     cached_scans: collections.Counter[bytes] = field(default_factory=collections.Counter)

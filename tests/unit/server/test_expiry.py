@@ -145,8 +145,12 @@ def test_a_call_that_raced_the_sessions_release_is_no_loss(
             async with session_state(config(workspace, spark.address)) as state:
                 session = state.registry.find(USER, releasing)
                 assert session is not None
-                session.move_to(Lifecycle.RELEASING)
+                session.release_asked = True
                 state.watch.failed(session.key, rpc_error(CHANGED, releasing))
+                await state.watch.settle()
+                session.release_asked = False
+                state.watch.failed(session.key, rpc_error(CHANGED, releasing))
+                session.move_to(Lifecycle.RELEASING)
                 await state.watch.settle()
                 assert state.watch.figures.gone == []
                 assert (workspace / releasing).is_dir(), "the release, not the watch, ends it"
