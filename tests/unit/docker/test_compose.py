@@ -208,3 +208,13 @@ def test_the_gateways_metrics_are_on_the_compose_network_only(
         assert str(found["environment"]["CONNECT_PLUGIN_METRICS_PORT"]) == "9464"
         assert [str(port) for port in found["expose"]] == ["9464"]
         assert all("9464" not in str(port) for port in found["ports"])
+
+
+def test_the_single_container_is_local_to_its_host_and_sees_the_tests_files() -> None:
+    """As written (``docker compose config`` resolves the variables)."""
+    (service,) = yaml.safe_load(LOCAL_COMPOSE.read_text())["services"].values()
+    (published,) = service["ports"]
+    assert str(published).startswith("${CONNECT_PLUGIN_PUBLISHED_ADDRESS:-127.0.0.1}:")
+    (mount,) = service["volumes"]
+    host, container = str(mount).split("}:", 1)
+    assert host + "}" == container == "${CONNECT_PLUGIN_DATA_DIR:-/tmp/connect-plugin-data}"
