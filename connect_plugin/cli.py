@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
         "--auth-tokens", dest="auth_tokens_file", type=Path, help="file of 'user_id token' lines (mode 600)"
     )
     serve.add_argument(
+        "--audit-log",
+        dest="audit_log",
+        help="'stderr' or a file (mode 600): a JSON line per statement handled and per refusal",
+    )
+    serve.add_argument(
         "--metrics-port",
         dest="metrics_port",
         type=int,

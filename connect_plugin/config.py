@@ -96,6 +96,9 @@ class Config:
     """``user_id token`` per line: every RPC must carry one of the tokens (see ``server.auth``)."""
     allow_unauthenticated: bool = False
     """Serve a non-loopback address without ``auth_tokens_file`` (anyone reaching it is anyone)."""
+    audit_log: str | None = None
+    """``stderr`` or a file (created 0600): one JSON line per statement handled and per
+    refusal (``server.audit``)."""
     metrics_port: int | None = None
     """Serve Prometheus metrics on this port of ``host`` (0: any free port; unset: none)."""
     upstream_token_file: Path | None = None

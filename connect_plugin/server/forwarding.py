@@ -80,7 +80,8 @@ class Interception:
     Spark's ``ResultComplete`` without waiting for the stream to end, so its
     next request must find the follow-up done);
     ``respond`` (methods with one response) turns the upstream's response
-    into the one the client gets.
+    into the one the client gets; ``failed`` is told of the upstream's error
+    when the upstream call fails (``finish`` then never runs).
     """
 
     request: Message | None = None
@@ -88,6 +89,7 @@ class Interception:
     prepare: Callable[[Interception], AsyncIterator[Message]] | None = None
     finish: Callable[[], Awaitable[None]] | None = None
     respond: Callable[[bytes], bytes] | None = None
+    failed: Callable[[grpc.aio.AioRpcError], None] | None = None
 
 
 RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
@@ -101,6 +103,9 @@ Admission = Callable[[Message], None]
 Authentication = Callable[[Sequence[tuple[str, "str | bytes"]]], str]
 """Called with a call's metadata before its request is read; returns the caller's user id
 or raises ``Unauthenticated``."""
+
+Refusal = Callable[[str, BaseException, "Message | None"], None]
+"""Told of each call the gateway refuses itself: (method, reason, decoded request if any)."""
 
 UNDECODABLE = "the request cannot be decoded as a Spark Connect message"
 
@@ -152,9 +157,11 @@ class Forwarder:
         admit: Admission | None = None,
         authenticate: Authentication | None = None,
         metrics: GatewayMetrics | None = None,
+        refusal: Refusal | None = None,
     ):
         self._channel = channel
         self._metrics = metrics
+        self._refusal = refusal
         self._hooks = dict(hooks or {})
         self._observer = observer
         self._admit = admit
@@ -197,7 +204,7 @@ class Forwarder:
             return grpc.stream_unary_rpc_method_handler(forward)
         return grpc.unary_unary_rpc_method_handler(forward)
 
-    async def _identify(self, context: Any) -> str | None:
+    async def _identify(self, name: str, context: Any) -> str | None:
         """The authenticated user of the call (None: the gateway authenticates no one).
 
         A call without a valid token ends here, before its request is read.
@@ -208,11 +215,11 @@ class Forwarder:
             return self._authenticate(context.invocation_metadata() or ())
         except ConnectPluginError as exc:
             log.info("refused an unauthenticated call: %s", exc)
-            self._refused(exc)
+            self._refused(name, exc, None)
             await abort_with(exc, context)
 
     async def _begin(
-        self, decode: type[Message] | None, request: Any, context: Any
+        self, name: str, decode: type[Message] | None, request: Any, context: Any
     ) -> tuple[Message | None, Any, str | None]:
         """The decoded request (None if not decoded), the session the observer tracks and the
         authenticated user (None: no authentication).
@@ -220,7 +227,7 @@ class Forwarder:
         The request's user becomes the authenticated user, if any. A call
         without a valid token, or the admission refuses, ends here.
         """
-        user = await self._identify(context)
+        user = await self._identify(name, context)
         if decode is None:
             return None, None, user
         message = decode_request(decode, request)
@@ -235,13 +242,14 @@ class Forwarder:
                 self._admit(message)
             except ConnectPluginError as exc:
                 log.info("refused a request: %s", exc)
+                self._refused(name, exc, message)
                 await abort_with(exc, context)
         key = None if self._observer is None else self._observer.begin(message)
         return message, key, user
 
-    def _refused(self, reason: BaseException) -> None:
-        if self._metrics is not None:
-            self._metrics.refused(reason)
+    def _refused(self, name: str, reason: BaseException, message: Message | None) -> None:
+        if self._refusal is not None:
+            self._refusal(name, reason, message)
 
     def _end(self, key: Any) -> None:
         if key is not None and self._observer is not None:
@@ -270,7 +278,7 @@ class Forwarder:
             return await self._hooks[name](name, message, context)
         except ConnectPluginError as exc:
             log.info("refused %s: %s", name, exc)
-            self._refused(exc)
+            self._refused(name, exc, message)
             await abort_with(exc, context)
 
     @staticmethod
@@ -322,7 +330,7 @@ class Forwarder:
 
         async def forward_any(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
-            message, key, user = await self._begin(decode, request, context)
+            message, key, user = await self._begin(name, decode, request, context)
             if chunk_type is not None and user is not None:
                 chunks = _ReassignedChunks(request, chunk_type, user)
                 try:
@@ -362,6 +370,7 @@ class Forwarder:
                 response: bytes = await call
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
+                _tell_failed(handling, error)
                 await relay(error, context)
             except asyncio.CancelledError:
                 call.cancel()
@@ -404,7 +413,7 @@ class Forwarder:
 
         async def forward_any(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            message, key, _user = await self._begin(decode, request, context)
+            message, key, _user = await self._begin(name, decode, request, context)
             try:
                 async for response in forward_call(request, message, key, context):
                     yield response
@@ -424,6 +433,7 @@ class Forwarder:
                             yield extra.SerializeToString()
                     except ConnectPluginError as exc:
                         log.info("refused %s: %s", name, exc)
+                        self._refused(name, exc, message)
                         await abort_with(exc, context)
                 if handling.request is not None:
                     request = handling.request.SerializeToString()
@@ -457,12 +467,18 @@ class Forwarder:
                     yield last
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
+                _tell_failed(handling, error)
                 await relay(error, context)
             finally:
                 if not call.done():
                     call.cancel()
 
         return forward
+
+
+def _tell_failed(handling: Interception | None, error: grpc.aio.AioRpcError) -> None:
+    if handling is not None and handling.failed is not None:
+        handling.failed(error)
 
 
 def _status_code(context: Any, failure: BaseException | None) -> str:

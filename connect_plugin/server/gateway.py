@@ -19,16 +19,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
+from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
+from connect_plugin.server.audit import AuditLog
 from connect_plugin.server.auth import TokenAuthenticator
 from connect_plugin.server.channels import server_options, upstream_channel
 from connect_plugin.server.clone import Cloner
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.expiry import SessionWatch
-from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, plan_methods
+from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, Refusal, plan_methods
 from connect_plugin.server.guards import (
     AlterViewHandler,
     CreatePersistentViewHandler,
@@ -86,6 +88,7 @@ class Gateway:
         self.authenticator: TokenAuthenticator | None = None
         self.upstream_token: UpstreamToken | None = None
         self.metrics: GatewayMetrics | None = None
+        self.audit: AuditLog | None = None
         self._stop_metrics: Callable[[], None] | None = None
         self._idle_daemons: asyncio.Task[None] | None = None
 
@@ -106,6 +109,20 @@ class Gateway:
         self._stop_metrics = metrics.serve(self.config.host, self.config.metrics_port)
         self.metrics = metrics
         return metrics
+
+    def _refusal_listener(self, metrics: GatewayMetrics | None) -> Refusal | None:
+        """Who hears of the calls the gateway refuses: the metrics and the audit log."""
+        audit = self.audit
+        if metrics is None and audit is None:
+            return None
+
+        def refused(method: str, reason: BaseException, message: Message | None) -> None:
+            if metrics is not None:
+                metrics.refused(reason)
+            if audit is not None:
+                audit.refused(method, reason, message)
+
+        return refused
 
     def reload_tokens(self) -> bool:
         """Re-read the client tokens file and the upstream token file (SIGHUP); False when
@@ -145,6 +162,8 @@ class Gateway:
         release = SessionRelease(registry, workspace, stop_ended if stopping else None)
         self.recovery = Recovery(config, registry, workspace, upstream, release)
         await self.recovery.run()
+        if config.audit_log is not None:
+            self.audit = AuditLog(config.audit_log)
         handlers = PluginHandlers(
             config,
             registry,
@@ -152,6 +171,7 @@ class Gateway:
             plugin_handlers(config, registry, workspace, upstream),
             Cloner(registry, workspace, upstream, release, Quotas(config, registry)),
             release,
+            self.audit,
         )
         self.watch = SessionWatch(config, registry, upstream, release)
         metrics = self._serve_metrics(registry)
@@ -162,6 +182,7 @@ class Gateway:
             admit=admit_request,
             authenticate=None if self.authenticator is None else self.authenticator.authenticate,
             metrics=metrics,
+            refusal=self._refusal_listener(metrics),
         )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
@@ -215,6 +236,8 @@ class Gateway:
             self._idle_daemons.cancel()
         if self._stop_metrics is not None:
             self._stop_metrics()
+        if self.audit is not None:
+            self.audit.close()
         try:
             if self.watch is not None:
                 await self.watch.stop()

@@ -24,22 +24,32 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import grpc
 from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
-from connect_plugin.errors import NotSupportedYet
+from connect_plugin.errors import (
+    ConnectPluginError,
+    NotSupportedYet,
+    TempTableQueryFailed,
+    UpstreamFailed,
+    UpstreamUnavailable,
+)
+from connect_plugin.server.audit import AuditLog, who
 from connect_plugin.server.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.clone import Cloner
 from connect_plugin.server.config_guard import ConfigGuard
 from connect_plugin.server.dispatch import Dispatcher, SqlSite
+from connect_plugin.server.dispatch import Work as PluginWork
 from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.python_workers import learn_server_side_session
 from connect_plugin.server.release import SessionRelease
+from connect_plugin.server.requests import Request
 from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.status import scan_error_details
-from connect_plugin.server.upstream import SessionContext, Upstream
+from connect_plugin.server.status import error_class_of, scan_error_details
+from connect_plugin.server.upstream import SessionContext, Upstream, upstream_failure
 from connect_plugin.server.writes import ProgressSink, stop_writes
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
@@ -65,8 +75,10 @@ class PluginHandlers:
         handlers: HandlerRegistry,
         cloner: Cloner,
         release: SessionRelease,
+        audit: AuditLog | None = None,
     ) -> None:
         self.config = config
+        self._audit = audit
         self._sessions = sessions
         self._upstream = upstream
         self._handlers = handlers
@@ -136,22 +148,31 @@ class PluginHandlers:
         command = self._dispatch.command(request.plan) if statement is None else None
         if not works and statement is None and command is None:
             return None
-        self._dispatch.check_changes(works, statement)
+        audit = _Audited(self._audit, request, statement, command, works)
+        try:
+            self._dispatch.check_changes(works, statement)
+        except ConnectPluginError as exc:
+            audit.refused(exc)
+            raise
         session = _context(request, context)
 
         async def handle(sink: ProgressSink) -> list[Outcome]:
             call = Call(session, sink)
             outcomes = []
-            for root in (statement, command):
-                if root is not None:
-                    outcome = await self._handlers.execute(call, root)
-                    if outcome.result is not None:
-                        assert site is not None, "only statements give results for the plan"
-                        site.put_result(outcome.result)
-                    outcomes.append(outcome)
-            return outcomes + await self._dispatch.run(works, call, analyze=False)
+            try:
+                for root in (statement, command):
+                    if root is not None:
+                        outcome = await self._handlers.execute(call, root)
+                        if outcome.result is not None:
+                            assert site is not None, "only statements give results for the plan"
+                            site.put_result(outcome.result)
+                        outcomes.append(outcome)
+                return outcomes + await self._dispatch.run(works, call, analyze=False)
+            except ConnectPluginError as exc:
+                audit.refused(exc)
+                raise
 
-        return self._with_progress(request, handle)
+        return self._with_progress(request, handle, audit)
 
     async def analyze_plan(
         self, method: str, request: spark_proto.AnalyzePlanRequest, context: Any
@@ -170,8 +191,11 @@ class PluginHandlers:
         await self._dispatch.run(works, call, analyze=True)
         return Interception(request=request)
 
-    def _with_progress(self, request: spark_proto.ExecutePlanRequest, work: Work) -> Interception:
-        """Run ``work`` before forwarding, relaying its progress to the client."""
+    def _with_progress(
+        self, request: spark_proto.ExecutePlanRequest, work: Work, audit: _Audited
+    ) -> Interception:
+        """Run ``work`` before forwarding, relaying its progress to the client; ``audit``
+        hears how it ended."""
 
         async def prepare(handling: Interception) -> AsyncIterator[Message]:
             queue: asyncio.Queue[spark_proto.ExecutePlanResponse] = asyncio.Queue()
@@ -191,7 +215,8 @@ class PluginHandlers:
                 if not task.done():
                     task.cancel()
             handling.request = request
-            handling.finish = _after_all(outcomes)
+            handling.finish = audit.finished(_after_all(outcomes))
+            handling.failed = audit.failed
 
         return Interception(prepare=prepare)
 
@@ -267,6 +292,68 @@ class PluginHandlers:
 
 def _no_progress(response: spark_proto.ExecutePlanResponse) -> None:
     """Analysis runs nothing that reports progress."""
+
+
+class _Audited:
+    """The audit lines of one ExecutePlan's statements: each handled request, how it ended."""
+
+    def __init__(
+        self,
+        log: AuditLog | None,
+        request: spark_proto.ExecutePlanRequest,
+        statement: Request | None,
+        command: Request | None,
+        works: list[PluginWork],
+    ) -> None:
+        self._log = log
+        self._user, self._session = who(request)
+        roots = [r for r in (statement, command) if r is not None]
+        self._handled = [*roots, *(r for w in works for r in w.requests())]
+
+    def _record(self, outcome: str, error_class: str | None = None) -> None:
+        if self._log is None:
+            return
+        for handled in self._handled:
+            name = getattr(handled, "name", None)
+            self._log.record(
+                method="ExecutePlan",
+                kind=type(handled).__name__,
+                outcome=outcome,
+                user=self._user,
+                session=self._session,
+                table=None if name is None else str(name),
+                error_class=error_class,
+            )
+
+    def refused(self, exc: ConnectPluginError) -> None:
+        """The gateway refused the request, or the work it did upstream for it failed (this
+        line is its refusal, not another)."""
+        failed = isinstance(exc, (UpstreamFailed, TempTableQueryFailed, UpstreamUnavailable))
+        outcome = "failed" if failed else "refused"
+        self._record(outcome, error_class_of(exc))
+        exc.audited = True  # type: ignore[attr-defined]
+
+    def failed(self, error: grpc.aio.AioRpcError) -> None:
+        self._record("failed", upstream_failure(error).error_class or error.code().name)
+
+    def finished(
+        self, after: Callable[[], Awaitable[None]] | None
+    ) -> Callable[[], Awaitable[None]] | None:
+        """``after`` (the follow-ups), then the ``ok`` lines; a follow-up's failure is its
+        line instead."""
+        if self._log is None:
+            return after
+
+        async def run() -> None:
+            try:
+                if after is not None:
+                    await after()
+            except ConnectPluginError as exc:
+                self._record("failed", error_class_of(exc))
+                raise
+            self._record("ok")
+
+        return run
 
 
 def _after_all(outcomes: list[Outcome]) -> Callable[[], Awaitable[None]] | None:

@@ -220,6 +220,13 @@ def _mapping(exc: BaseException) -> _Mapping:
     return next((m for cls, m in _MAPPINGS if isinstance(exc, cls)), _FALLBACK)
 
 
+def error_class_of(exc: BaseException) -> str:
+    """The error class a client is told for ``exc`` (Spark's own for its errors)."""
+    if isinstance(exc, (errors.ScanError, errors.UpstreamFailed)) and exc.error_class:
+        return exc.error_class
+    return _mapping(exc).error_class
+
+
 def to_grpc_status(exc: BaseException) -> Status:
     """The status of ``exc``: Spark's own for its errors, else one pyspark rebuilds as typed."""
     if isinstance(exc, errors.UpstreamFailed) and isinstance(exc.status, grpc.aio.AioRpcError):
