@@ -13,7 +13,6 @@ import logging
 import signal
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -93,26 +92,25 @@ def _parser() -> argparse.ArgumentParser:
 
     idle = commands.add_parser(
         "stop-idle-python-workers",
-        help="stop Spark's Python worker daemons of this user idle for --idle-s (a worker's side)",
+        help="stop the Python worker daemons under a Spark process idle for --idle-s",
     )
     idle.add_argument("--idle-s", type=float, required=True, help="seconds without a worker")
-    idle.add_argument("--while-pid", type=int, help="stop looking once this process is gone")
+    idle.add_argument(
+        "--while-pid",
+        type=int,
+        required=True,
+        help="the Spark process whose daemons are looked at; stop once it is gone",
+    )
     return parser
 
 
-def _stop_idle_python_workers(idle_s: float, while_pid: int | None) -> int:
-    """Sweep for idle daemons until ``while_pid`` (if given) is gone."""
-    from connect_plugin.server.python_workers import IdleDaemons, sweep_interval
+def _stop_idle_python_workers(idle_s: float, while_pid: int) -> int:
+    """Sweep for idle daemons under ``while_pid`` until that process is gone."""
+    from connect_plugin.server.python_workers import IdleDaemons
 
-    idle = IdleDaemons(idle_s)
-    interval = sweep_interval(idle_s)
-    wait = threading.Event().wait
-    swept = -interval
-    while while_pid is None or Path(f"/proc/{while_pid}").exists():
-        if time.monotonic() - swept >= interval:
-            idle.sweep()
-            swept = time.monotonic()
-        wait(min(interval, 1.0))
+    IdleDaemons(idle_s, under=while_pid).run(
+        lambda: Path(f"/proc/{while_pid}").exists(), threading.Event()
+    )
     return 0
 
 

@@ -108,8 +108,8 @@ class Config:
     """Spark's Python workers run on this machine as this user (``--local`` sets it): stop the
     worker daemons of each session that ends, and those idle for ``python_worker_idle_s``."""
     python_worker_idle_s: float = 600.0
-    """With ``stop_python_workers``, how long a Python worker daemon may go without a worker
-    before it is stopped (Spark starts it again when its session needs it); 0: never."""
+    """With ``local``, how long a Python worker daemon of the embedded server may go without
+    a worker before it is stopped (Spark starts it again when its session needs it); 0: never."""
     warm_up: bool = True
     """With ``local``, run one scan on the embedded server before serving, so that the first
     user's first scan is as fast as any later session's (``--no-warm-up``: serve at once)."""

@@ -40,7 +40,7 @@ from connect_plugin.server.guards import (
 )
 from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
-from connect_plugin.server.python_workers import IdleDaemons, stop_ended, sweep_idle
+from connect_plugin.server.python_workers import stop_ended
 from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.rejects import RejectsTables
@@ -90,7 +90,6 @@ class Gateway:
         self.metrics: GatewayMetrics | None = None
         self.audit: AuditLog | None = None
         self._stop_metrics: Callable[[], None] | None = None
-        self._idle_daemons: asyncio.Task[None] | None = None
 
     @property
     def address(self) -> str:
@@ -202,9 +201,6 @@ class Gateway:
         await server.start()
         self._server = server
         await self.watch.start()
-        if stopping and config.python_worker_idle_s > 0:
-            idle = IdleDaemons(config.python_worker_idle_s)
-            self._idle_daemons = asyncio.ensure_future(sweep_idle(idle))
         serving = health_pb2.HealthCheckResponse.SERVING
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)
@@ -232,8 +228,6 @@ class Gateway:
             await self._health.enter_graceful_shutdown()
         if self._server is not None:
             await self._server.stop(grace)
-        if self._idle_daemons is not None:
-            self._idle_daemons.cancel()
         if self._stop_metrics is not None:
             self._stop_metrics()
         if self.audit is not None:

@@ -11,15 +11,16 @@ the server stops. Two ways bring that memory back:
 - ``stop_session``: the daemons of one server-side session, when the
   gateway saw it end (released, expired, cloned in vain) and Spark runs on
   this machine (``--local``);
-- ``IdleDaemons``: daemons of any session that have had no worker for
-  ``idle_s`` seconds, where the Spark on the machine is the gateway's own
-  (``--local``: a session Spark expired, or whose id the gateway never
-  learnt, has daemons too) or beside a Spark process that runs without a
-  gateway (``connect-plugin stop-idle-python-workers``, the image's worker
-  and connect roles). Spark reaps a daemon's idle workers after a minute
-  and starts a new daemon when a later task finds the old one gone, so a
-  stopped daemon of a live session costs that session one daemon start,
-  never a failure.
+- ``IdleDaemons``: the daemons under one Spark process (``--local``'s
+  embedded server; beside a Spark process that runs without a gateway,
+  ``connect-plugin stop-idle-python-workers``, as the image's worker and
+  connect roles do) that have had no worker for ``idle_s`` seconds, of any
+  session: one Spark expired, or whose id the gateway never learnt, has
+  daemons too. Spark reaps a daemon's idle workers after a minute and starts
+  a new daemon when a later task finds the old one gone, so a stopped daemon
+  of a live session costs that session a daemon start (should a task ask the
+  daemon for a worker in the instant it stops, that task fails and Spark
+  retries it).
 
 Only daemons of this user are looked at; a daemon gets ``SIGTERM``, on which
 it stops its workers and exits.
@@ -31,13 +32,14 @@ import asyncio
 import logging
 import os
 import signal
+import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from connect_plugin.errors import UpstreamFailed
+from connect_plugin.errors import ConnectPluginError
 
 if TYPE_CHECKING:
     from connect_plugin.server.sessions import Session, SessionRegistry
@@ -61,29 +63,42 @@ class Daemon:
     workers: int
 
 
-def daemons(proc: Path = Path("/proc")) -> list[Daemon]:
-    """This user's Python worker daemons, from ``/proc`` (none where there is no ``/proc``).
+def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon]:
+    """This user's Python worker daemons, from ``/proc`` (none where there is no ``/proc``);
+    with ``under``, only those descending from that process (a Spark JVM).
 
     A daemon's workers are forks of it, with its command line and
     environment: they count as its workers, not as daemons.
     """
     uid = os.getuid()
+    parents: dict[int, int] = {}
     children: dict[int, int] = {}
-    found: dict[int, tuple[int | None, str]] = {}
+    found: dict[int, str] = {}
     for pid, status, cmdline in _processes(proc):
         parent = _field(status, b"PPid:")
         if parent is not None:
+            parents[pid] = parent
             children[parent] = children.get(parent, 0) + 1
         if _field(status, b"Uid:") != uid or DAEMON_MODULE not in cmdline.split(b"\0"):
             continue
         session = _session_of(proc / str(pid))
         if session is not None:
-            found[pid] = (parent, session)
+            found[pid] = session
     return [
         Daemon(pid, session, children.get(pid, 0))
-        for pid, (parent, session) in found.items()
-        if parent not in found
+        for pid, session in found.items()
+        if parents.get(pid) not in found and (under is None or _descends(pid, under, parents))
     ]
+
+
+def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    seen = set()
+    while pid in parents and pid not in seen:
+        seen.add(pid)
+        pid = parents[pid]
+        if pid == ancestor:
+            return True
+    return False
 
 
 def stop_session(server_side_session_id: str, proc: Path = Path("/proc")) -> int:
@@ -103,21 +118,23 @@ def stop_session(server_side_session_id: str, proc: Path = Path("/proc")) -> int
 
 
 class IdleDaemons:
-    """Stops daemons once they have had no worker for ``idle_s`` seconds (``sweep`` often)."""
+    """Stops the daemons under one Spark process once they have had no worker for ``idle_s``
+    seconds (``sweep`` often). Daemons of other Spark processes of the same user (another
+    server, a notebook's pyspark) are never looked at."""
 
-    def __init__(self, idle_s: float, proc: Path = Path("/proc")) -> None:
+    def __init__(self, idle_s: float, under: int, proc: Path = Path("/proc")) -> None:
         self.idle_s = idle_s
+        self.under = under
         self._proc = proc
         self._idle_since: dict[int, float] = {}
 
-    def sweep(self, now: float | None = None, sessions: Collection[str] | None = None) -> int:
-        """Look once; stop the daemons idle long enough (of ``sessions`` only, when given);
-        how many were stopped."""
+    def sweep(self, now: float | None = None) -> int:
+        """Look once; stop the daemons idle long enough; how many were stopped."""
         now = time.monotonic() if now is None else now
         seen: dict[int, float] = {}
         stopped = 0
-        for daemon in daemons(self._proc):
-            if daemon.workers or (sessions is not None and daemon.session not in sessions):
+        for daemon in daemons(self._proc, self.under):
+            if daemon.workers:
                 continue
             since = self._idle_since.get(daemon.pid, now)
             if now - since >= self.idle_s:
@@ -130,18 +147,19 @@ class IdleDaemons:
             log.info("stopped %d Python worker daemon(s) idle for %.0f s", stopped, self.idle_s)
         return stopped
 
-
-async def sweep_idle(idle: IdleDaemons) -> None:
-    """Sweep for idle daemons of every session for ever, a few times per idle period (at
-    most once a minute): the Spark on this machine is the gateway's own, and a session that
-    Spark expired, or that never scanned, has daemons too."""
-    interval = sweep_interval(idle.idle_s)
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await asyncio.to_thread(idle.sweep)
-        except OSError:
-            log.exception("looking for idle Python worker daemons failed; trying again")
+    def run(self, alive: Callable[[], bool], stop: threading.Event) -> None:
+        """Sweep a few times per idle period (at most a minute apart) while ``alive()``, until
+        ``stop`` is set; a failed look is logged and tried again."""
+        interval = sweep_interval(self.idle_s)
+        swept = time.monotonic() - interval
+        while alive() and not stop.is_set():
+            if time.monotonic() - swept >= interval:
+                try:
+                    self.sweep()
+                except OSError:
+                    log.exception("looking for idle Python worker daemons failed; trying again")
+                swept = time.monotonic()
+            stop.wait(min(interval, 1.0))
 
 
 def sweep_interval(idle_s: float) -> float:
@@ -161,15 +179,31 @@ async def learn_server_side_session(
     """
     try:
         found = upstream.server_side_session_id or await upstream.current_server_side_session_id()
-    except UpstreamFailed as exc:
+    except ConnectPluginError as exc:
         log.info("session %s: no server-side session to name: %s", session.session_id, exc)
         return
     registry.record_server_side_session(session, found)
 
 
-def stop_ended(session: Session) -> int:
-    """Stop the daemons of a session the gateway forgot (``SessionRelease``'s ``ended``)."""
-    return stop_session(session.server_side_session_id)
+def stop_ended(session: Session) -> None:
+    """Stop the daemons of a session the gateway forgot (``SessionRelease``'s ``ended``), on a
+    worker thread: looking through ``/proc`` takes time the event loop must not wait for."""
+    server_side = session.server_side_session_id
+    if not server_side:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        _stop_quietly(server_side)
+        return
+    loop.run_in_executor(None, _stop_quietly, server_side)
+
+
+def _stop_quietly(server_side_session_id: str) -> None:
+    try:
+        stop_session(server_side_session_id)
+    except OSError:
+        log.exception("stopping the Python workers of session %s failed", server_side_session_id)
 
 
 def _processes(proc: Path) -> Iterator[tuple[int, bytes, bytes]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +20,7 @@ from types import TracebackType
 from connect_plugin.config import Config
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
+from connect_plugin.server.python_workers import IdleDaemons
 from connect_plugin.upstream_url import LOOPBACK_HOSTS
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,8 @@ class Stack:
                 token=_embedded_token(config.upstream_bind_host),
             )
         self.gateway: Gateway | None = None
+        self._stopping = threading.Event()
+        self._sweeper: threading.Thread | None = None
 
     @property
     def upstream(self) -> str:
@@ -68,13 +72,35 @@ class Stack:
                     upstream=self.embedded.client_address,
                     stop_python_workers=True,
                 )
+                self._sweep_idle_daemons(config.python_worker_idle_s)
             self.gateway = serve(config)
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _sweep_idle_daemons(self, idle_s: float) -> None:
+        """Stop the embedded server's Python worker daemons idle for ``idle_s`` (0: never), on
+        a thread of their own until the stack stops."""
+        assert self.embedded is not None
+        pid = self.embedded.pid
+        if not idle_s or pid is None:
+            return
+        sweeps = IdleDaemons(idle_s, under=pid)
+        embedded = self.embedded
+        self._sweeper = threading.Thread(
+            target=sweeps.run,
+            args=(lambda: embedded.running, self._stopping),
+            name="connect-plugin-idle-daemons",
+            daemon=True,
+        )
+        self._sweeper.start()
+
     def stop(self) -> None:
+        self._stopping.set()
+        if self._sweeper is not None:
+            self._sweeper.join()
+            self._sweeper = None
         if self.gateway is not None:
             self.gateway.stop()
             self.gateway = None

@@ -3,14 +3,16 @@
 Spark 4.0-4.3 keep every session's Python worker daemons (three or four per
 scanning session) until the server stops. A gateway whose Spark runs on this
 machine (``stop_python_workers``, set by ``--local``) stops them when a
-session ends (whether it scanned or ran Python of its own), and stops any
-daemon that has had no worker for ``python_worker_idle_s``; Spark starts a new daemon when a live session
+session ends (whether it scanned or ran Python of its own), and ``--local``
+stops its embedded server's daemons that have had no worker for
+``python_worker_idle_s``; Spark starts a new daemon when a live session
 needs one again.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytest
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import connect_plugin
-from connect_plugin.server.python_workers import daemons
+from connect_plugin.server.python_workers import IdleDaemons, daemons
 from tests.integration.support import Upstream, new_session, serving, spark_connect_server_pids
 
 SESSIONS = 30
@@ -76,7 +78,7 @@ def test_thirty_scanning_sessions_give_their_processes_and_memory_back(
         pytest.skip("the Spark Connect server runs elsewhere: its Python workers are not here")
     assert upstream.log_path is not None
     (jvm,) = spark_connect_server_pids(mentioning=str(upstream.log_path.parent))
-    with serving(upstream, tmp_path / "ws", python_worker_idle_s=0) as gateway:
+    with serving(upstream, tmp_path / "ws") as gateway:
         for _ in range(WARM_UP_SESSIONS):
             _scan_once(gateway.address, data)
         before = {d.pid for d in daemons()}
@@ -99,18 +101,27 @@ def _resident(pid: int) -> int:
 def test_an_idle_daemon_stops_and_its_live_session_scans_on(
     upstream: Upstream, data: Path, tmp_path: Path
 ) -> None:
+    """The sweep ``serve --local`` runs beside its embedded server, here beside the test
+    session's: a live session's idle daemons stop, and its next scan gets new ones."""
     if not upstream.embedded:
         pytest.skip("the Spark Connect server runs elsewhere: its Python workers are not here")
-    with serving(upstream, tmp_path / "ws", python_worker_idle_s=2) as gateway:
+    assert upstream.log_path is not None
+    (jvm,) = spark_connect_server_pids(mentioning=str(upstream.log_path.parent))
+    stop = threading.Event()
+    sweeps = threading.Thread(target=IdleDaemons(2.0, under=jvm).run, args=(lambda: True, stop))
+    with serving(upstream, tmp_path / "ws") as gateway:
         spark = new_session(gateway.address)
+        sweeps.start()
         try:
             scan = connect_plugin.scan(spark, str(data), format="json")
             assert scan.count() == 4000
             mine = spark.client._server_session_id
-            assert any(d.session == mine for d in daemons())
+            assert any(d.session == mine for d in daemons(under=jvm))
             assert _until(lambda: not any(d.session == mine for d in daemons()), 90.0)
             assert scan.where("part = 2").count() == 1000
         finally:
+            stop.set()
+            sweeps.join()
             spark.stop()
 
 
@@ -142,7 +153,7 @@ def test_a_session_that_never_scanned_gives_its_processes_back(
     server-side id when it is released."""
     if not upstream.embedded:
         pytest.skip("the Spark Connect server runs elsewhere: its Python workers are not here")
-    with serving(upstream, tmp_path / "ws", python_worker_idle_s=0) as gateway:
+    with serving(upstream, tmp_path / "ws") as gateway:
         spark = new_session(gateway.address)
         try:
             source = _one_row_source()
