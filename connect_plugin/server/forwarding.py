@@ -486,13 +486,13 @@ def _status_code(context: Any, failure: BaseException | None) -> str:
     exception means."""
     if failure is None:
         return "OK"
-    code = context.code()
-    if isinstance(code, grpc.StatusCode):
-        return str(code.name)
-    if isinstance(code, int):
-        return next((str(c.name) for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
     if isinstance(failure, asyncio.CancelledError):
         return "CANCELLED"
+    code = context.code()
+    if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
+        return str(code.name)
+    if isinstance(code, int) and code:
+        return next((str(c.name) for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
     return "UNKNOWN"
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
+from connect_plugin.errors import ConfigError
 from connect_plugin.server.sessions import SessionRegistry
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,13 @@ class GatewayMetrics:
 
     def serve(self, host: str, port: int) -> Callable[[], None]:
         """Serve the metrics over HTTP on ``host:port``; the function that stops serving."""
-        server, thread = start_http_server(port, addr=host, registry=self.registry)
+        try:
+            server, thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot serve metrics on {host}:{port}: {exc.strerror}; choose another "
+                "--metrics-port (0: any free port)"
+            ) from exc
         log.info("metrics at http://%s:%d/metrics", host, server.server_port)
         self.port = server.server_port
 

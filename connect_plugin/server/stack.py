@@ -133,11 +133,23 @@ def _embedded_token(host: str) -> str | None:
     return secrets.token_urlsafe(32)
 
 
+WARM_UP_TIMEOUT_S = 120.0
+"""The longest the ready line waits for the warm-up."""
+
+
 def _warm_up(address: str) -> None:
-    """Warm the embedded server; a failure costs the first user time, never the start."""
+    """Warm the embedded server; a failure or a hang costs the first user time, never the
+    start (a warm-up still running after ``WARM_UP_TIMEOUT_S`` goes on beside serving)."""
     from connect_plugin.server.warm_up import warm_up
 
-    try:
-        warm_up(address)
-    except Exception:
-        log.exception("warming up the embedded server failed; serving without")
+    def run() -> None:
+        try:
+            warm_up(address)
+        except Exception:
+            log.exception("warming up the embedded server failed; serving without")
+
+    thread = threading.Thread(target=run, name="connect-plugin-warm-up", daemon=True)
+    thread.start()
+    thread.join(WARM_UP_TIMEOUT_S)
+    if thread.is_alive():
+        log.warning("the warm-up took over %.0f s; serving without waiting for it", WARM_UP_TIMEOUT_S)

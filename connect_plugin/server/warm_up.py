@@ -31,7 +31,7 @@ ROWS = 100
 def compile_package() -> bool:
     """Write bytecode for every module of ``connect_plugin`` where its folder is writable."""
     folder = Path(connect_plugin.__file__).parent
-    return bool(compileall.compile_dir(folder, quiet=1, workers=1))
+    return bool(compileall.compile_dir(folder, quiet=2, workers=1))
 
 
 def warm_up(address: str) -> float:

@@ -65,8 +65,12 @@ def _works(spark: SparkSession) -> int:
 
 
 def test_sighup_takes_a_new_spark_token_and_calls_in_flight_finish(
-    first_spark: EmbeddedSparkConnect, port: int, tmp_path: Path
+    first_spark: EmbeddedSparkConnect,
+    port: int,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level("DEBUG")
     token_file = tmp_path / "spark-token"
     _write(token_file, FIRST + "\n")
     config = Config(
@@ -107,4 +111,7 @@ def test_sighup_takes_a_new_spark_token_and_calls_in_flight_finish(
             second.stop()
     finally:
         gateway.stop()
-    assert FIRST not in repr(config)
+    assert "re-read the upstream token file" in caplog.text
+    assert "kept the previous upstream token" in caplog.text
+    assert FIRST not in caplog.text
+    assert SECOND not in caplog.text
