@@ -14,11 +14,15 @@ import dataclasses
 import datetime
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
-from pyspark.sql.types import StructType
+from pyspark.sql.connect.types import (
+    proto_schema_to_pyspark_data_type,
+    pyspark_types_to_proto_types,
+)
+from pyspark.sql.types import StructField, StructType
 
 from connect_plugin.config import TEMP_TABLE_FORMATS, Config
 from connect_plugin.errors import (
@@ -49,6 +53,7 @@ from connect_plugin.server.writes import ProgressSink, remove_for_good, stop_wri
 log = logging.getLogger(__name__)
 
 SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
+_SHOWN_DEFINITION_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -251,8 +256,16 @@ class TableCreator:
     async def _shaped_input(
         self, upstream: UpstreamSession, request: CreateTempTable, name: str
     ) -> _Source:
-        """The query, renamed by the column list when there is one, with its schema."""
+        """The query, renamed by the column list or cast to the declared columns, with its
+        schema; for a declared table without a query, no rows of the declared schema."""
+        if request.schema is not None:
+            return await _declared_input(upstream, request.schema, request.input, name)
         relation = request.input
+        if relation is None:
+            raise TempTableError(
+                f"temporary table [{name}] was not created: give it a query or column "
+                "definitions"
+            )
         schema = await _schema(upstream, relation, name)
         if request.column_names:
             if len(request.column_names) != len(schema.fields):
@@ -261,13 +274,63 @@ class TableCreator:
                     f"{len(request.column_names)} columns but the query returns "
                     f"{len(schema.fields)} ({', '.join(schema.names)})"
                 )
-            renamed = spark_proto.Relation()
-            with deep_messages():
-                renamed.to_df.input.CopyFrom(relation)
-            renamed.to_df.column_names.extend(request.column_names)
-            relation = renamed
+            relation = _renamed(relation, request.column_names)
             schema = await _schema(upstream, relation, name)
         return _Source(relation, schema)
+
+
+async def _declared_input(
+    upstream: UpstreamSession,
+    definitions: str,
+    query: spark_proto.Relation | None,
+    name: str,
+) -> _Source:
+    """The rows of a declared table: none, or the query's cast to the declared columns.
+
+    Spark parses the definitions (as it parses ``createDataFrame``'s schema
+    string) and casts with the rules of ``DataFrame.to``: by position here,
+    as the columns are renamed first; a cast Spark's store assignment refuses
+    is its own error, and so is a value that overflows. Spark's file tables
+    read every column back as nullable, so ``NOT NULL`` is kept in the
+    written schema only.
+    """
+    empty = spark_proto.Relation()
+    empty.local_relation.schema = definitions
+    try:
+        parsed = proto_schema_to_pyspark_data_type(await upstream.schema(empty))
+    except UpstreamFailed as exc:
+        raise TempTableQueryFailed(
+            f"Temporary table [{name}] was not created: its column definitions "
+            f"({_shown(definitions)}) are not valid: {exc.message}"
+        ) from exc
+    assert isinstance(parsed, StructType)
+    if query is None:
+        return _Source(empty, parsed)
+    given = await _schema(upstream, query, name)
+    if len(given.fields) != len(parsed.fields):
+        raise TempTableError(
+            f"temporary table [{name}]: {len(parsed.fields)} columns are declared "
+            f"({', '.join(parsed.names)}) but the query returns {len(given.fields)} "
+            f"({', '.join(given.names)}); give the query as many columns, in the declared order"
+        )
+    cast = spark_proto.Relation()
+    with deep_messages():
+        cast.to_schema.input.CopyFrom(_renamed(query, parsed.names))
+    nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in parsed.fields])
+    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable))
+    return _Source(cast, await _schema(upstream, cast, name))
+
+
+def _renamed(relation: spark_proto.Relation, names: Sequence[str]) -> spark_proto.Relation:
+    renamed = spark_proto.Relation()
+    with deep_messages():
+        renamed.to_df.input.CopyFrom(relation)
+    renamed.to_df.column_names.extend(names)
+    return renamed
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= _SHOWN_DEFINITION_CHARS else text[:_SHOWN_DEFINITION_CHARS] + "..."
 
 
 async def _schema(

@@ -176,6 +176,20 @@ class Cursor:
         self.expect(f"')' after the {what}", ")")
         return tuple(names)
 
+    def column_list(self) -> tuple[tuple[str, ...], str | None]:
+        """``(a, b)``: the names; ``(a INT NOT NULL, b STRING COMMENT '...')``: the original
+        text of the column definitions, for Spark to parse as DDL."""
+        start = self.at
+        definitions = self.parenthesized("the columns")
+        end = self.at
+        self.at = start + 1
+        names = [self.identifier("column names")]
+        while self.accept(","):
+            names.append(self.identifier("column names"))
+        named = self.at == end - 1
+        self.at = end
+        return (tuple(names), None) if named else ((), definitions)
+
     def literal(self, what: str) -> str:
         token = self._token(self.at)
         if token is None or (
