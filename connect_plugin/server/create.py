@@ -258,6 +258,10 @@ class TableCreator:
     ) -> _Source:
         """The query, renamed by the column list or cast to the declared columns, with its
         schema; for a declared table without a query, no rows of the declared schema."""
+        if request.schema is not None and request.column_names:
+            raise TempTableError(
+                f"temporary table [{name}]: give column names or column definitions, not both"
+            )
         if request.schema is not None:
             return await _declared_input(upstream, request.schema, request.input, name)
         relation = request.input

@@ -16,7 +16,11 @@ import pytest
 from pyspark.errors import AnalysisException
 from pyspark.errors.exceptions.connect import SparkException
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.dataframe import DataFrame
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+import connect_plugin
+from connect_plugin.client.temp_tables import CreateTempTable
 from tests.integration.support import table_folders, temp_table_names
 
 DECLARED = "a INT NOT NULL, b STRING COMMENT 'the b', c DECIMAL(10,2), d DATE, e DOUBLE"
@@ -130,3 +134,33 @@ def test_refused_declarations_leave_nothing_behind(
     _nothing_left_but(spark, workspace, ["keeper"])
     assert [tuple(r) for r in spark.table("keeper").collect()] == [(1,)]
 
+
+
+def test_python_api_declares_tables_from_ddl_or_a_struct_type(
+    spark: SparkSession, workspace: Path
+) -> None:
+    created = connect_plugin.create_temp_table(spark, "t", schema="a INT, b STRING", format="csv")
+    assert tuple(created) == ("t", 0)
+    spark.sql("INSERT INTO t VALUES (1, 'x')")
+    assert [tuple(r) for r in spark.table("t").collect()] == [(1, "x")]
+    declared = StructType([StructField("n", LongType()), StructField("s", StringType())])
+    connect_plugin.create_temp_table(spark, "u", schema=declared)
+    assert spark.table("u").schema.simpleString() == "struct<n:bigint,s:string>"
+    rows = spark.createDataFrame([(1, "a"), (2, "b")], "x INT, y STRING")
+    connect_plugin.create_temp_table(rows, "v", schema="n BIGINT, s STRING", replace=True)
+    assert spark.table("v").schema.simpleString() == "struct<n:bigint,s:string>"
+    assert sorted(tuple(r) for r in spark.table("v").collect()) == [(1, "a"), (2, "b")]
+    with pytest.raises(ValueError, match=r"give it schema="):
+        connect_plugin.create_temp_table(spark, "w")
+    with pytest.raises(ValueError, match=r"leave out column_names="):
+        connect_plugin.create_temp_table(rows, "w", schema="n BIGINT, s STRING", column_names=["p", "q"])
+    with pytest.raises(AnalysisException, match=r"1 columns are declared \(n\) but the query returns 2"):
+        connect_plugin.create_temp_table(rows, "w", schema="n BIGINT")
+    _nothing_left_but(spark, workspace, ["t", "u", "v"])
+
+
+def test_a_plugin_message_with_names_and_definitions_is_refused(spark: SparkSession) -> None:
+    plan = CreateTempTable(None, "w", column_names=["a"], schema="a INT")
+    with pytest.raises(AnalysisException, match=r"column names or column definitions, not both"):
+        DataFrame(plan, spark).collect()
+    assert temp_table_names(spark) == []
