@@ -280,7 +280,7 @@ class TableCreator:
                 )
             relation = _renamed(relation, request.column_names)
             schema = await _schema(upstream, relation, name)
-        return _Source(relation, schema)
+        return _Source(relation, _nullable(schema))
 
 
 async def _declared_input(
@@ -294,9 +294,10 @@ async def _declared_input(
     Spark parses the definitions (as it parses ``createDataFrame``'s schema
     string) and casts with the rules of ``DataFrame.to``: by position here,
     as the columns are renamed first; a cast Spark's store assignment refuses
-    is its own error, and so is a value that overflows. Spark's file tables
-    read every column back as nullable, so ``NOT NULL`` is kept in the
-    written schema only.
+    is its own error, and so is a value that overflows. ``NOT NULL`` stays in
+    the written schema, where the value checks find it: ``DataFrame.to``
+    would refuse a nullable query column outright, where a NULL should only
+    be refused when a row has one.
     """
     empty = spark_proto.Relation()
     empty.local_relation.schema = definitions
@@ -320,9 +321,18 @@ async def _declared_input(
     cast = spark_proto.Relation()
     with deep_messages():
         cast.to_schema.input.CopyFrom(_renamed(query, parsed.names))
-    nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in parsed.fields])
-    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable))
-    return _Source(cast, await _schema(upstream, cast, name))
+    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(_nullable(parsed)))
+    result = await _schema(upstream, cast, name)
+    written = [
+        StructField(f.name, f.dataType, declared.nullable, f.metadata)
+        for f, declared in zip(result.fields, parsed.fields, strict=True)
+    ]
+    return _Source(cast, StructType(written))
+
+
+def _nullable(schema: StructType) -> StructType:
+    """``schema`` with every column nullable: only a declared column refuses NULL."""
+    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
 
 
 def _renamed(relation: spark_proto.Relation, names: Sequence[str]) -> spark_proto.Relation:

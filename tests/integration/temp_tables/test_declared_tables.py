@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.errors.exceptions.connect import SparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.dataframe import DataFrame
@@ -164,3 +164,40 @@ def test_a_plugin_message_with_names_and_definitions_is_refused(spark: SparkSess
     with pytest.raises(AnalysisException, match=r"column names or column definitions, not both"):
         DataFrame(plan, spark).collect()
     assert temp_table_names(spark) == []
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_not_null_refuses_null_on_every_write_as_duckdb_does(
+    spark: SparkSession, workspace: Path, fmt: str
+) -> None:
+    spark.sql(f"CREATE TEMP TABLE t (a INT NOT NULL, b STRING) USING {fmt}")
+    spark.sql("INSERT INTO t VALUES (1, 'kept')")
+    refused = (
+        "INSERT INTO t VALUES (2, 'x'), (NULL, 'y')",
+        "INSERT INTO t (b) VALUES ('z')",
+        "INSERT OVERWRITE t SELECT NULL, 'w'",
+    )
+    for statement in refused:
+        with pytest.raises(PySparkException, match=r"column \[a\] is declared NOT NULL"):
+            spark.sql(statement)
+    frame = spark.createDataFrame([(None, "v")], "a INT, b STRING")
+    with pytest.raises(PySparkException, match=r"column \[a\] is declared NOT NULL"):
+        frame.write.insertInto("t")
+    with pytest.raises(AnalysisException, match=r"\[a\] are declared NOT NULL"):
+        spark.sql("INSERT INTO t BY NAME SELECT 'u' AS b, 3 AS a")
+    rows = sorted(tuple(r) for r in spark.table("t").collect())
+    with duckdb.connect() as duck:
+        duck.sql("CREATE TEMPORARY TABLE t (a INT NOT NULL, b STRING)")
+        duck.sql("INSERT INTO t VALUES (1, 'kept')")
+        for statement in refused[:2]:
+            with pytest.raises(duckdb.ConstraintException):
+                duck.sql(statement)
+        assert rows == sorted(duck.sql("SELECT * FROM t").fetchall()) == [(1, "kept")]
+    assert spark.table("t").schema["a"].nullable
+    with pytest.raises(PySparkException, match=r"column \[a\] is declared NOT NULL"):
+        spark.sql("CREATE TEMP TABLE u (a INT NOT NULL) AS SELECT CAST(NULL AS INT)")
+    spark.sql("CREATE TEMP TABLE v (a INT NOT NULL) AS SELECT try_cast(id AS INT) FROM range(3)")
+    spark.sql("CREATE TEMP TABLE w AS SELECT 1 AS a")
+    spark.sql("INSERT INTO w VALUES (NULL)")
+    assert spark.table("w").count() == 2
+    _nothing_left_but(spark, workspace, ["t", "v", "w"])
