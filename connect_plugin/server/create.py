@@ -42,7 +42,7 @@ from connect_plugin.server.release import to_the_end
 from connect_plugin.server.requests import CreateTempTable
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
-from connect_plugin.server.statements import check_table_name
+from connect_plugin.server.statements import char_types, check_table_name
 from connect_plugin.server.table_formats import layout
 from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSession
 from connect_plugin.server.value_checks import checked, rules
@@ -299,6 +299,13 @@ async def _declared_input(
     would refuse a nullable query column outright, where a NULL should only
     be refused when a row has one.
     """
+    fixed_length = char_types(definitions)
+    if fixed_length:
+        raise TempTableError(
+            f"Temporary table [{name}] was not created: {', '.join(fixed_length)} is not kept "
+            "by temp tables (Spark reads their files without lengths); declare the column "
+            "STRING"
+        )
     empty = spark_proto.Relation()
     empty.local_relation.schema = definitions
     try:
@@ -309,6 +316,14 @@ async def _declared_input(
             f"({_shown(definitions)}) are not valid: {exc.message}"
         ) from exc
     assert isinstance(parsed, StructType)
+    seen: set[str] = set()
+    for column in parsed.names:
+        if column.lower() in seen:
+            raise TempTableError(
+                f"Temporary table [{name}] was not created: column [{column}] is declared "
+                "twice; give each column its own name"
+            )
+        seen.add(column.lower())
     if query is None:
         return _Source(empty, parsed)
     given = await _schema(upstream, query, name)

@@ -277,6 +277,19 @@ def _tokens(text: str, *, complete: bool) -> list[Token]:
     return tokens
 
 
+_CHAR_TYPES = frozenset((TokenType.CHAR, TokenType.VARCHAR, TokenType.NCHAR, TokenType.NVARCHAR))
+
+
+def char_types(definitions: str) -> list[str]:
+    """The ``CHAR(n)`` and ``VARCHAR(n)`` types written in column definitions, as written."""
+    tokens = _tokens(definitions, complete=True)
+    found = []
+    for at, token in enumerate(tokens[:-3]):
+        if token.token_type in _CHAR_TYPES and tokens[at + 1].token_type is TokenType.L_PAREN:
+            found.append(definitions[token.start : tokens[at + 3].end + 1])
+    return found
+
+
 def _name_of(text: str, what: str) -> Name:
     try:
         parts = [t.text for t in _tokens(text, complete=True) if t.token_type is not TokenType.DOT]

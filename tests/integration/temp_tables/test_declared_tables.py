@@ -115,6 +115,10 @@ def test_as_values(spark: SparkSession, columns: str) -> None:
         ("CREATE TEMP TABLE bad (a INT DEFAULT 5)", SparkException,
          r"its column definitions \(a INT DEFAULT 5\) are not valid: \s*"
          r"\[PARSE_SYNTAX_ERROR\] Syntax error at or near 'DEFAULT'"),
+        ("CREATE TEMP TABLE bad (v VARCHAR(3), s STRUCT<c: CHAR(2)>)", AnalysisException,
+         r"VARCHAR\(3\), CHAR\(2\) is not kept by temp tables.*declare the column STRING"),
+        ("CREATE TEMP TABLE bad (a INT, A STRING)", AnalysisException,
+         r"column \[A\] is declared twice"),
         ("CREATE TEMP TABLE bad (a INT, k STRING) PARTITIONED BY (z)", AnalysisException,
          r"partition column \[z\] is not in the select list \(a, k\)"),
         ("CREATE TEMP TABLE keeper (a INT)", AnalysisException,
@@ -123,7 +127,7 @@ def test_as_values(spark: SparkSession, columns: str) -> None:
          r"expected USING, PARTITIONED BY, OPTIONS or AS at \[xyz\]"),
     ],
     ids=["string-into-int", "overflow", "too-few", "too-many", "map-in-csv", "unknown-type",
-         "default", "partition", "taken", "trailing"],
+         "default", "char-varchar", "twice", "partition", "taken", "trailing"],
 )
 def test_refused_declarations_leave_nothing_behind(
     spark: SparkSession, workspace: Path, statement: str, error: type[Exception], message: str

@@ -125,6 +125,11 @@ def test_column_definitions_reach_spark_as_written_with_or_without_a_query() -> 
     assert (named.column_names, named.schema) == (("a", "b"), None)
 
 
+def test_char_and_varchar_types_are_found_where_they_are_types() -> None:
+    definitions = "a VARCHAR(3), b STRUCT<x: char ( 2 )>, `char` INT, c STRING COMMENT 'VARCHAR(9)'"
+    assert statements.char_types(definitions) == ["VARCHAR(3)", "char ( 2 )"]
+
+
 @pytest.mark.parametrize(
     "sql",
     [
