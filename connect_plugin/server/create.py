@@ -1,6 +1,7 @@
-"""CREATE TEMPORARY TABLE ... AS SELECT: write the files, name them, or undo every step.
+"""CREATE TEMPORARY TABLE ... [AS SELECT]: write the files, name them, or undo every step.
 
-Spark does the data work in the user's own session: the query result is
+Spark does the data work in the user's own session: the query result (for
+a declared table without a query, no rows of its declared columns) is
 written under ``<workspace>/<session_id>/<uuid>/``, the folder is made
 private, and a temporary view over the files gives the table its name. Each
 step is recorded in the registry before or after it happens, and every step

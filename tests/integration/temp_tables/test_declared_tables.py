@@ -87,6 +87,17 @@ def test_typed_columns_cast_the_query_by_position(spark: SparkSession) -> None:
     assert [tuple(r) for r in table.collect()] == [(1, 2.5, "z")]
 
 
+def test_typed_columns_cast_values_as_duckdb_inserts_them(spark: SparkSession) -> None:
+    columns = "n BIGINT, x DOUBLE, d DECIMAL(12,3), s STRING"
+    values = "(1, CAST(0.5 AS FLOAT), 7, 'a'), (-2, CAST(-1.25 AS FLOAT), 12345678.5, NULL)"
+    spark.sql(f"CREATE TEMP TABLE t ({columns}) USING csv AS VALUES {values}")
+    with duckdb.connect() as duck:
+        duck.sql(f"CREATE TEMPORARY TABLE t ({columns})")
+        duck.sql(f"INSERT INTO t VALUES {values}")
+        expected = sorted(duck.sql("SELECT * FROM t").fetchall())
+    assert sorted(tuple(r) for r in spark.table("t").collect()) == expected
+
+
 @pytest.mark.parametrize("columns", ["", " (n, s)", " (n BIGINT, s STRING)"])
 def test_as_values(spark: SparkSession, columns: str) -> None:
     spark.sql(f"CREATE TEMP TABLE v{columns} AS VALUES (1, 'a'), (2, 'b')")
