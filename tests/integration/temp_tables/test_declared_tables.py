@@ -174,11 +174,22 @@ def test_python_api_declares_tables_from_ddl_or_a_struct_type(
     _nothing_left_but(spark, workspace, ["t", "u", "v"])
 
 
-def test_a_plugin_message_with_names_and_definitions_is_refused(spark: SparkSession) -> None:
-    plan = CreateTempTable(None, "w", column_names=["a"], schema="a INT")
-    with pytest.raises(AnalysisException, match=r"column names or column definitions, not both"):
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        (CreateTempTable(None, "w", column_names=["a"], schema="a INT"),
+         r"column names or column definitions, not both"),
+        (CreateTempTable(None, "w"), r"\[w\] was not created: give it a query or column definitions"),
+    ],
+    ids=["names-and-definitions", "neither"],
+)
+def test_a_plugin_message_that_declares_nothing_or_twice_is_refused(
+    spark: SparkSession, workspace: Path, plan: CreateTempTable, message: str
+) -> None:
+    with pytest.raises(AnalysisException, match=message):
         DataFrame(plan, spark).collect()
     assert temp_table_names(spark) == []
+    assert table_folders(workspace, spark) == []
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "json"])
