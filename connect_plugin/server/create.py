@@ -303,9 +303,9 @@ async def _declared_input(
     fixed_length = char_types(definitions)
     if fixed_length:
         raise TempTableError(
-            f"Temporary table [{name}] was not created: {', '.join(fixed_length)} is not kept "
-            "by temp tables (Spark reads their files without lengths); declare the column "
-            "STRING"
+            f"Temporary table [{name}] was not created: temp tables keep no CHAR(n) or "
+            f"VARCHAR(n) ({', '.join(fixed_length)}): Spark reads their files without "
+            "lengths; declare the column STRING"
         )
     empty = spark_proto.Relation()
     empty.local_relation.schema = definitions

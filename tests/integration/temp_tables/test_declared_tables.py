@@ -127,7 +127,8 @@ def test_as_values(spark: SparkSession, columns: str) -> None:
          r"its column definitions \(a INT DEFAULT 5\) are not valid: \s*"
          r"\[PARSE_SYNTAX_ERROR\] Syntax error at or near 'DEFAULT'"),
         ("CREATE TEMP TABLE bad (v VARCHAR(3), s STRUCT<c: CHAR(2)>)", AnalysisException,
-         r"VARCHAR\(3\), CHAR\(2\) is not kept by temp tables.*declare the column STRING"),
+         r"temp tables keep no CHAR\(n\) or VARCHAR\(n\) \(VARCHAR\(3\), CHAR\(2\)\).*"
+         r"declare the column STRING"),
         ("CREATE TEMP TABLE bad (a INT, A STRING)", AnalysisException,
          r"column \[A\] is declared twice"),
         ("CREATE TEMP TABLE bad (a INT, k STRING) PARTITIONED BY (z)", AnalysisException,
