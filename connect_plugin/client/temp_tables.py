@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message
 from pyspark.sql.connect.dataframe import DataFrame
+from pyspark.sql.types import StructType
 
 from connect_plugin import proto
 from connect_plugin.client.plan import PluginRelation, session_id_of
@@ -26,11 +27,11 @@ if TYPE_CHECKING:
 
 
 class CreateTempTable(PluginRelation):
-    """CREATE TEMPORARY TABLE name AS <the input DataFrame>."""
+    """CREATE TEMPORARY TABLE name [(schema)] [AS <the input DataFrame>]."""
 
     def __init__(
         self,
-        source: DataFrame,
+        source: DataFrame | None,
         name: str,
         *,
         workspace: str = "",
@@ -40,6 +41,7 @@ class CreateTempTable(PluginRelation):
         options: Mapping[str, str] | None = None,
         if_not_exists: bool = False,
         replace: bool = False,
+        schema: str = "",
     ) -> None:
         super().__init__()
         self._source = source
@@ -52,13 +54,15 @@ class CreateTempTable(PluginRelation):
             options={str(k): str(v) for k, v in (options or {}).items()},
             if_not_exists=if_not_exists,
             or_replace=replace,
+            schema=schema,
         )
 
     def to_plugin_message(self, client: SparkConnectClient) -> Message:
         message = proto.CreateTempTableAsSelect()
         message.CopyFrom(self._message)
         message.session_id = session_id_of(client)
-        message.input.CopyFrom(self._source._plan.plan(client))
+        if self._source is not None:
+            message.input.CopyFrom(self._source._plan.plan(client))
         return message
 
 
@@ -99,9 +103,10 @@ def _frame(plan: PluginRelation, spark: Any) -> DataFrame:
 
 
 def create_temp_table(
-    df: DataFrame,
+    df: DataFrame | SparkSession,
     name: str,
     *,
+    schema: str | StructType | None = None,
     format: str | None = None,
     partition_by: Sequence[str] = (),
     column_names: Sequence[str] = (),
@@ -111,13 +116,28 @@ def create_temp_table(
 ) -> Row:
     """Write ``df`` as temporary table ``name`` of its session; returns the result row.
 
-    The row is ``(table, rows_written)``, or ``(ok=False, summary)`` when
+    Given a session instead of a DataFrame, the table is declared: created
+    empty with ``schema`` (Spark DDL such as ``"a INT, b STRING"``, or a
+    ``StructType``). With a DataFrame, ``schema`` casts its columns by
+    position, as column definitions before ``AS`` do in SQL. The row is
+    ``(table, rows_written)``, or ``(ok=False, summary)`` when
     ``if_not_exists`` finds the name taken. ``name`` may be qualified with
     the temporary workspace (``tmp.name``).
     """
+    source = df if isinstance(df, DataFrame) else None
+    if source is None and schema is None:
+        raise ValueError(
+            f"create_temp_table({name!r}) from a session declares an empty table: give it "
+            "schema=, e.g. schema=\"a INT, b STRING\", or pass a DataFrame instead"
+        )
+    if schema is not None and column_names:
+        raise ValueError(
+            f"create_temp_table({name!r}): schema= already names the columns; leave out "
+            "column_names="
+        )
     workspace, _, bare = name.rpartition(".")
     plan = CreateTempTable(
-        df,
+        source,
         bare,
         workspace=workspace,
         format=format,
@@ -126,8 +146,10 @@ def create_temp_table(
         options=options,
         if_not_exists=if_not_exists,
         replace=replace,
+        schema=schema.json() if isinstance(schema, StructType) else schema or "",
     )
-    return _frame(plan, df.sparkSession).collect()[0]
+    session = df.sparkSession if isinstance(df, DataFrame) else df
+    return _frame(plan, session).collect()[0]
 
 
 def drop_temp_table(spark: SparkSession, name: str, *, if_exists: bool = False) -> Row:

@@ -68,7 +68,7 @@ PARTITIONING_DIRS: Partitioning
 PARTITIONING_HIVE: Partitioning
 
 class CreateTempTableAsSelect(_message.Message):
-    __slots__ = ("session_id", "name", "input", "column_names", "partition_columns", "format", "options", "if_not_exists", "or_replace", "workspace")
+    __slots__ = ("session_id", "name", "input", "column_names", "partition_columns", "format", "options", "if_not_exists", "or_replace", "workspace", "schema")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +86,7 @@ class CreateTempTableAsSelect(_message.Message):
     IF_NOT_EXISTS_FIELD_NUMBER: _ClassVar[int]
     OR_REPLACE_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     name: str
     input: _relations_pb2.Relation
@@ -96,7 +97,8 @@ class CreateTempTableAsSelect(_message.Message):
     if_not_exists: bool
     or_replace: bool
     workspace: str
-    def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_relations_pb2.Relation, _Mapping]] = ..., column_names: _Optional[_Iterable[str]] = ..., partition_columns: _Optional[_Iterable[str]] = ..., format: _Optional[str] = ..., options: _Optional[_Mapping[str, str]] = ..., if_not_exists: bool = ..., or_replace: bool = ..., workspace: _Optional[str] = ...) -> None: ...
+    schema: str
+    def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_relations_pb2.Relation, _Mapping]] = ..., column_names: _Optional[_Iterable[str]] = ..., partition_columns: _Optional[_Iterable[str]] = ..., format: _Optional[str] = ..., options: _Optional[_Mapping[str, str]] = ..., if_not_exists: bool = ..., or_replace: bool = ..., workspace: _Optional[str] = ..., schema: _Optional[str] = ...) -> None: ...
 
 class DropTempTable(_message.Message):
     __slots__ = ("session_id", "name", "if_exists")

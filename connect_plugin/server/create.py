@@ -1,6 +1,7 @@
-"""CREATE TEMPORARY TABLE ... AS SELECT: write the files, name them, or undo every step.
+"""CREATE TEMPORARY TABLE ... [AS SELECT]: write the files, name them, or undo every step.
 
-Spark does the data work in the user's own session: the query result is
+Spark does the data work in the user's own session: the query result (for
+a declared table without a query, no rows of its declared columns) is
 written under ``<workspace>/<session_id>/<uuid>/``, the folder is made
 private, and a temporary view over the files gives the table its name. Each
 step is recorded in the registry before or after it happens, and every step
@@ -14,11 +15,15 @@ import dataclasses
 import datetime
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
-from pyspark.sql.types import StructType
+from pyspark.sql.connect.types import (
+    proto_schema_to_pyspark_data_type,
+    pyspark_types_to_proto_types,
+)
+from pyspark.sql.types import StructField, StructType
 
 from connect_plugin.config import TEMP_TABLE_FORMATS, Config
 from connect_plugin.errors import (
@@ -38,7 +43,7 @@ from connect_plugin.server.release import to_the_end
 from connect_plugin.server.requests import CreateTempTable
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
-from connect_plugin.server.statements import check_table_name
+from connect_plugin.server.statements import char_types, check_table_name
 from connect_plugin.server.table_formats import layout
 from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSession
 from connect_plugin.server.value_checks import checked, rules
@@ -49,6 +54,7 @@ from connect_plugin.server.writes import ProgressSink, remove_for_good, stop_wri
 log = logging.getLogger(__name__)
 
 SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
+_SHOWN_DEFINITION_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -251,8 +257,20 @@ class TableCreator:
     async def _shaped_input(
         self, upstream: UpstreamSession, request: CreateTempTable, name: str
     ) -> _Source:
-        """The query, renamed by the column list when there is one, with its schema."""
+        """The query, renamed by the column list or cast to the declared columns, with its
+        schema; for a declared table without a query, no rows of the declared schema."""
+        if request.schema is not None and request.column_names:
+            raise TempTableError(
+                f"temporary table [{name}]: give column names or column definitions, not both"
+            )
+        if request.schema is not None:
+            return await _declared_input(upstream, request.schema, request.input, name)
         relation = request.input
+        if relation is None:
+            raise TempTableError(
+                f"temporary table [{name}] was not created: give it a query or column "
+                "definitions"
+            )
         schema = await _schema(upstream, relation, name)
         if request.column_names:
             if len(request.column_names) != len(schema.fields):
@@ -261,13 +279,88 @@ class TableCreator:
                     f"{len(request.column_names)} columns but the query returns "
                     f"{len(schema.fields)} ({', '.join(schema.names)})"
                 )
-            renamed = spark_proto.Relation()
-            with deep_messages():
-                renamed.to_df.input.CopyFrom(relation)
-            renamed.to_df.column_names.extend(request.column_names)
-            relation = renamed
+            relation = _renamed(relation, request.column_names)
             schema = await _schema(upstream, relation, name)
-        return _Source(relation, schema)
+        return _Source(relation, _nullable(schema))
+
+
+async def _declared_input(
+    upstream: UpstreamSession,
+    definitions: str,
+    query: spark_proto.Relation | None,
+    name: str,
+) -> _Source:
+    """The rows of a declared table: none, or the query's cast to the declared columns.
+
+    Spark parses the definitions (as it parses ``createDataFrame``'s schema
+    string) and casts with the rules of ``DataFrame.to``: by position here,
+    as the columns are renamed first; a cast Spark's store assignment refuses
+    is its own error, and so is a value that overflows. ``NOT NULL`` stays in
+    the written schema, where the value checks find it: ``DataFrame.to``
+    would refuse a nullable query column outright, where a NULL should only
+    be refused when a row has one.
+    """
+    fixed_length = char_types(definitions)
+    if fixed_length:
+        raise TempTableError(
+            f"Temporary table [{name}] was not created: temp tables keep no CHAR(n) or "
+            f"VARCHAR(n) ({', '.join(fixed_length)}): Spark reads their files without "
+            "lengths; declare the column STRING"
+        )
+    empty = spark_proto.Relation()
+    empty.local_relation.schema = definitions
+    try:
+        parsed = proto_schema_to_pyspark_data_type(await upstream.schema(empty))
+    except UpstreamFailed as exc:
+        raise TempTableQueryFailed(
+            f"Temporary table [{name}] was not created: its column definitions "
+            f"({_shown(definitions)}) are not valid: {exc.message}"
+        ) from exc
+    assert isinstance(parsed, StructType)
+    seen: set[str] = set()
+    for column in parsed.names:
+        if column.lower() in seen:
+            raise TempTableError(
+                f"Temporary table [{name}] was not created: column [{column}] is declared "
+                "twice; give each column its own name"
+            )
+        seen.add(column.lower())
+    if query is None:
+        return _Source(empty, parsed)
+    given = await _schema(upstream, query, name)
+    if len(given.fields) != len(parsed.fields):
+        raise TempTableError(
+            f"temporary table [{name}]: {len(parsed.fields)} columns are declared "
+            f"({', '.join(parsed.names)}) but the query returns {len(given.fields)} "
+            f"({', '.join(given.names)}); give the query as many columns, in the declared order"
+        )
+    cast = spark_proto.Relation()
+    with deep_messages():
+        cast.to_schema.input.CopyFrom(_renamed(query, parsed.names))
+    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(_nullable(parsed)))
+    result = await _schema(upstream, cast, name)
+    written = [
+        StructField(f.name, f.dataType, declared.nullable, f.metadata)
+        for f, declared in zip(result.fields, parsed.fields, strict=True)
+    ]
+    return _Source(cast, StructType(written))
+
+
+def _nullable(schema: StructType) -> StructType:
+    """``schema`` with every column nullable: only a declared column refuses NULL."""
+    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+
+
+def _renamed(relation: spark_proto.Relation, names: Sequence[str]) -> spark_proto.Relation:
+    renamed = spark_proto.Relation()
+    with deep_messages():
+        renamed.to_df.input.CopyFrom(relation)
+    renamed.to_df.column_names.extend(names)
+    return renamed
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= _SHOWN_DEFINITION_CHARS else text[:_SHOWN_DEFINITION_CHARS] + "..."
 
 
 async def _schema(

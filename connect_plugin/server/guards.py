@@ -33,6 +33,7 @@ from connect_plugin.server.requests import (
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.value_checks import NOT_NULL
 
 CREATE = frozenset(("CREATE",))
 
@@ -159,12 +160,16 @@ class InsertIntoHandler(Handler[InsertInto]):
                     request.write.input.CopyFrom(source)
             return Outcome(after=secure)
         if request.query is None:
-            columns = ", ".join(f"[{rule.column}]" for rule in found)
+            held = ", ".join(f"[{r.column}]" for r in found if r.refuser != NOT_NULL)
+            not_null = ", ".join(f"[{r.column}]" for r in found if r.refuser == NOT_NULL)
+            why = " and ".join(
+                [f"{table.format} cannot hold some values of {held}"] * bool(held)
+                + [f"{not_null} are declared NOT NULL"] * bool(not_null)
+            )
             raise TempTableError(
                 f"INSERT into temporary table [{table.name}] with {request.clause} cannot be "
-                f"checked: {table.format} cannot hold some values of {columns}, and such an "
-                f"INSERT is not checked as it is stored; write INSERT INTO {table.name} "
-                "[(columns)] SELECT ..."
+                f"checked: {why}, and such an INSERT is not checked as it is stored; write "
+                f"INSERT INTO {table.name} [(columns)] SELECT ..."
             )
         await run_insert(
             upstream,

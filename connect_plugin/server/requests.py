@@ -51,20 +51,26 @@ class Request:
 
 @dataclass(frozen=True)
 class CreateTempTable(Request):
-    """CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT EXISTS] name ... AS <input>."""
+    """CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT EXISTS] name ... [AS <input>].
+
+    ``schema``: the column definitions (Spark DDL, or a schema as JSON) of a
+    declared table; without ``input`` the table is empty, with it the
+    input's columns are cast to them by position.
+    """
 
     changes_tables: ClassVar[bool] = True
     name: Name
-    input: spark_proto.Relation
+    input: spark_proto.Relation | None
     column_names: tuple[str, ...] = ()
     partition_columns: tuple[str, ...] = ()
     format: str | None = None
     options: dict[str, str] = field(default_factory=dict)
     if_not_exists: bool = False
     or_replace: bool = False
+    schema: str | None = None
 
     def inputs(self) -> tuple[spark_proto.Relation, ...]:
-        return (self.input,)
+        return () if self.input is None else (self.input,)
 
     def describe(self) -> str:
         return f"CREATE TEMPORARY TABLE [{self.name}]"

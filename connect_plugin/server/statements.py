@@ -176,6 +176,20 @@ class Cursor:
         self.expect(f"')' after the {what}", ")")
         return tuple(names)
 
+    def column_list(self) -> tuple[tuple[str, ...], str | None]:
+        """``(a, b)``: the names; ``(a INT NOT NULL, b STRING COMMENT '...')``: the original
+        text of the column definitions, for Spark to parse as DDL."""
+        start = self.at
+        definitions = self.parenthesized("the columns")
+        end = self.at
+        self.at = start + 1
+        names = [self.identifier("column names")]
+        while self.accept(","):
+            names.append(self.identifier("column names"))
+        named = self.at == end - 1
+        self.at = end
+        return (tuple(names), None) if named else ((), definitions)
+
     def literal(self, what: str) -> str:
         token = self._token(self.at)
         if token is None or (
@@ -261,6 +275,19 @@ def _tokens(text: str, *, complete: bool) -> list[Token]:
     if not complete and tokens:
         tokens.pop()
     return tokens
+
+
+_CHAR_TYPES = frozenset((TokenType.CHAR, TokenType.VARCHAR, TokenType.NCHAR, TokenType.NVARCHAR))
+
+
+def char_types(definitions: str) -> list[str]:
+    """The ``CHAR(n)`` and ``VARCHAR(n)`` types written in column definitions, as written."""
+    tokens = _tokens(definitions, complete=True)
+    found = []
+    for at, token in enumerate(tokens[:-3]):
+        if token.token_type in _CHAR_TYPES and tokens[at + 1].token_type is TokenType.L_PAREN:
+            found.append(definitions[token.start : tokens[at + 3].end + 1])
+    return found
 
 
 def _name_of(text: str, what: str) -> Name:

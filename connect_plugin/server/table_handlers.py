@@ -36,13 +36,14 @@ class CreateTempTableHandler(Handler[CreateTempTable]):
         parts = (message.workspace, message.name) if message.workspace else (message.name,)
         return CreateTempTable(
             name=Name(parts),
-            input=message.input,
+            input=message.input if message.HasField("input") else None,
             column_names=tuple(message.column_names),
             partition_columns=tuple(message.partition_columns),
             format=message.format or None,
             options=dict(message.options),
             if_not_exists=message.if_not_exists,
             or_replace=message.or_replace,
+            schema=message.schema or None,
         )
 
     @classmethod
@@ -55,13 +56,16 @@ class CreateTempTableHandler(Handler[CreateTempTable]):
         if_not_exists = cursor.accept("IF", "NOT", "EXISTS")
         name = cursor.name("a temporary table name")
         column_names: tuple[str, ...] = ()
+        definitions: str | None = None
         if cursor.peek("("):
-            column_names = cursor.name_list("column names")
+            column_names, definitions = cursor.column_list()
         fmt: str | None = None
         partition_columns: tuple[str, ...] = ()
         options: dict[str, str] = {}
         seen: set[str] = set()
         while not cursor.peek("AS"):
+            if definitions is not None and not cursor.leftover():
+                break
             if cursor.done():
                 return None
             if cursor.accept("USING"):
@@ -78,19 +82,21 @@ class CreateTempTableHandler(Handler[CreateTempTable]):
             if clause in seen:
                 raise cursor.error(f"CREATE TEMPORARY TABLE [{name}]: {clause} given twice")
             seen.add(clause)
-        cursor.expect("AS", "AS")
-        query = cursor.rest()
-        if not query.strip():
-            raise cursor.error(f"CREATE TEMPORARY TABLE [{name}]: a query must follow AS")
+        query: str | None = None
+        if cursor.accept("AS"):
+            query = cursor.rest()
+            if not query.strip():
+                raise cursor.error(f"CREATE TEMPORARY TABLE [{name}]: a query must follow AS")
         return CreateTempTable(
             name=name,
-            input=cursor.sql.relation_of(query),
+            input=None if query is None else cursor.sql.relation_of(query),
             column_names=column_names,
             partition_columns=partition_columns,
             format=fmt,
             options=options,
             if_not_exists=if_not_exists,
             or_replace=or_replace,
+            schema=definitions,
         )
 
     async def analyze(self, call: Call, request: CreateTempTable) -> Outcome:

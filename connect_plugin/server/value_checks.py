@@ -57,15 +57,27 @@ class Rule:
     holds: str
     """What the refused values are, for the error."""
     refuser: str
-    """What cannot hold them: the format, or a partition folder name."""
+    """What cannot hold them: the format, a partition folder name, or ``NOT_NULL``."""
     advice: str
 
 
+NOT_NULL = "NOT NULL"
+"""The refuser of NULL in a column declared NOT NULL."""
+
+
 def rules(fmt: str, written: StructType, partition_columns: Sequence[str]) -> list[Rule]:
-    """The value rules of a table's columns (none when every value of every column is held)."""
+    """The value rules of a table's columns (none when every value of every column is held).
+
+    A column the written schema says is not nullable was declared NOT NULL
+    (the schema of a query's result is stored nullable): Spark's file tables
+    read every column back nullable and never refuse a NULL, so the gateway
+    does, as Databricks SQL and PostgreSQL do.
+    """
     partitions = {c.lower() for c in partition_columns}
     found = []
     for field in written.fields:
+        if not field.nullable:
+            found.append(_not_null_rule(field.name, field.dataType))
         if field.name.lower() in partitions:
             rule = _partition_rule(field.name, field.dataType)
         elif fmt == "text":
@@ -91,6 +103,17 @@ def _partition_rule(column: str, data_type: DataType) -> Rule | None:
         "a partition folder name",
         "such a value reads back as NULL or changed; keep the column as a data column, or "
         "partition by another one",
+    )
+
+
+def _not_null_rule(column: str, data_type: DataType) -> Rule:
+    return Rule(
+        column,
+        data_type,
+        lambda e: f"{e} IS NULL",
+        "NULL",
+        NOT_NULL,
+        "give the column a value in every row, or declare it without NOT NULL",
     )
 
 
@@ -202,6 +225,11 @@ def checked(
 
 
 def _message(name: str, rule: Rule) -> str:
+    if rule.refuser == NOT_NULL:
+        return (
+            f"Temporary table [{name}]: column [{rule.column}] is declared NOT NULL and a row "
+            f"gives it NULL; the write stopped before committing any file ({rule.advice})"
+        )
     return (
         f"Temporary table [{name}]: column [{rule.column}] of type "
         f"{rule.data_type.simpleString()} holds {rule.holds}, which {rule.refuser} cannot "

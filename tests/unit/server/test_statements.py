@@ -103,6 +103,33 @@ def test_clauses_in_any_order_and_a_parenthesized_query() -> None:
     assert statement.input.sql.query == "(SELECT 1 UNION ALL SELECT 2)"
 
 
+def test_column_definitions_reach_spark_as_written_with_or_without_a_query() -> None:
+    definitions = "a INT NOT NULL, `b c` MAP<STRING, DECIMAL(10, 2)> COMMENT 'x (y'"
+    declared = parse(
+        f"CREATE OR REPLACE TEMP TABLE t ({definitions}) USING parquet PARTITIONED BY (a);"
+    )
+    assert declared == CreateTempTable(
+        name=Name(("t",)),
+        input=None,
+        format="parquet",
+        partition_columns=("a",),
+        or_replace=True,
+        schema=definitions,
+    )
+    typed = parse(f"CREATE TEMP TABLE t ({definitions}) AS VALUES (1, map('k', 2.5))")
+    assert isinstance(typed, CreateTempTable)
+    assert typed.schema == definitions
+    assert typed.input == plain_sql("VALUES (1, map('k', 2.5))")
+    named = parse("CREATE TEMP TABLE t (a, b) AS VALUES (1, 2)")
+    assert isinstance(named, CreateTempTable)
+    assert (named.column_names, named.schema) == (("a", "b"), None)
+
+
+def test_char_and_varchar_types_are_found_where_they_are_types() -> None:
+    definitions = "a VARCHAR(3), b STRUCT<x: char ( 2 )>, `char` INT, c STRING COMMENT 'VARCHAR(9)'"
+    assert statements.char_types(definitions) == ["VARCHAR(3)", "char ( 2 )"]
+
+
 @pytest.mark.parametrize(
     "sql",
     [
@@ -181,6 +208,9 @@ def test_what_follows_a_drop_is_kept_to_be_named(sql: str, rest: str) -> None:
         ("CREATE TEMP TABLE t USING csv USING json AS SELECT 1", r"USING given twice"),
         ("CREATE TEMP TABLE t STORED AS parquet AS SELECT 1", r"expected USING, PARTITIONED BY"),
         ("CREATE TEMP TABLE t AS ", r"a query must follow AS"),
+        ("CREATE TEMP TABLE t () USING csv", r"expected column names at \[\)\]"),
+        ("CREATE TEMP TABLE t (a INT) USING csv; SELECT 1",
+         r"expected USING, PARTITIONED BY, OPTIONS or AS at \[;\]"),
         ("DROP TABLE IDENTIFIER(name)", r"as a string literal in IDENTIFIER"),
     ],
 )
