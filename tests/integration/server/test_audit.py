@@ -49,8 +49,12 @@ def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path:
         finally:
             spark.stop()
         bad = SparkSession.builder.remote(f"sc://localhost:{port}/;token=not-{TOKEN}").create()
-        with pytest.raises(PySparkException):
-            bad.range(1).collect()
+        try:
+            with pytest.raises(PySparkException):
+                bad.range(1).collect()
+        finally:
+            bad.release_session_on_close = False
+            bad.stop()
     assert stat.S_IMODE(audit.stat().st_mode) == 0o600
     text = audit.read_text()
     assert TOKEN not in text
