@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,3 +92,18 @@ def spark_connect_server_pids(mentioning: str = "") -> set[int]:
             if all(word in cmdline for word in wanted):
                 pids.add(int(proc.name))
     return pids
+
+
+def json_parts(root: Path, parts: int, rows: int) -> Path:
+    """``parts`` json-lines files in ``root``, ``{"id", "part"}`` rows, ``rows`` in each."""
+    for index in range(parts):
+        lines = (json.dumps({"id": i, "part": index}) for i in range(rows))
+        (root / f"{index}.json").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def embedded_jvm(upstream: Upstream) -> int:
+    """The pid of the test session's embedded Spark Connect server."""
+    assert upstream.log_path is not None
+    (jvm,) = spark_connect_server_pids(mentioning=str(upstream.log_path.parent))
+    return jvm

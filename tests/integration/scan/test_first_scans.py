@@ -7,7 +7,6 @@ scans of a session wait for one registration.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from pyspark.sql import SparkSession
 
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
-from tests.integration.support import new_session
+from tests.integration.support import json_parts, new_session
 
 SESSIONS = 3
 SCANS_AT_ONCE = 4
@@ -24,11 +23,7 @@ SCANS_AT_ONCE = 4
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("first-scans")
-    for index in range(4):
-        lines = (json.dumps({"id": i, "part": index}) for i in range(250))
-        (root / f"{index}.json").write_text("\n".join(lines) + "\n")
-    return root
+    return json_parts(tmp_path_factory.mktemp("first-scans"), 4, 250)
 
 
 def test_concurrent_first_scans_of_a_session_all_succeed(gateway: Gateway, data: Path) -> None:

@@ -11,7 +11,6 @@ needs one again.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import connect_plugin
 from connect_plugin.server.python_workers import IdleDaemons, daemons
-from tests.integration.support import Upstream, new_session, serving, spark_connect_server_pids
+from tests.integration.support import Upstream, embedded_jvm, json_parts, new_session, serving
 
 SESSIONS = 30
 WARM_UP_SESSIONS = 5
@@ -51,11 +50,7 @@ def _until(condition: Callable[[], bool], timeout_s: float = SETTLE_S) -> bool:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("workers")
-    for index in range(4):
-        lines = (json.dumps({"id": i, "part": index}) for i in range(1000))
-        (root / f"{index}.json").write_text("\n".join(lines) + "\n")
-    return root
+    return json_parts(tmp_path_factory.mktemp("workers"), 4, 1000)
 
 
 def _scan_once(address: str, data: Path) -> str:
@@ -76,8 +71,7 @@ def test_thirty_scanning_sessions_give_their_processes_and_memory_back(
     by its collector, not by sessions, and keeps), is back within 10 %."""
     if not upstream.embedded:
         pytest.skip("the Spark Connect server runs elsewhere: its Python workers are not here")
-    assert upstream.log_path is not None
-    (jvm,) = spark_connect_server_pids(mentioning=str(upstream.log_path.parent))
+    jvm = embedded_jvm(upstream)
     with serving(upstream, tmp_path / "ws") as gateway:
         for _ in range(WARM_UP_SESSIONS):
             _scan_once(gateway.address, data)
@@ -105,8 +99,7 @@ def test_an_idle_daemon_stops_and_its_live_session_scans_on(
     session's: a live session's idle daemons stop, and its next scan gets new ones."""
     if not upstream.embedded:
         pytest.skip("the Spark Connect server runs elsewhere: its Python workers are not here")
-    assert upstream.log_path is not None
-    (jvm,) = spark_connect_server_pids(mentioning=str(upstream.log_path.parent))
+    jvm = embedded_jvm(upstream)
     stop = threading.Event()
     sweeps = threading.Thread(target=IdleDaemons(2.0, under=jvm).run, args=(lambda: True, stop))
     with serving(upstream, tmp_path / "ws") as gateway:
