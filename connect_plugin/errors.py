@@ -97,6 +97,10 @@ class TempTableQueryFailed(TempTableError):
     """Spark failed while running the query or the write of a temporary table."""
 
 
+class MergeCardinalityViolation(TempTableQueryFailed):
+    """A MERGE into a temp table matched one of its rows with several source rows."""
+
+
 class WorkspaceError(ConnectPluginError):
     """The temporary workspace cannot be created, written or cleaned."""
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql.connect import proto as spark_proto
@@ -31,6 +32,7 @@ from connect_plugin.errors import (
     RegistryError,
     TempTableError,
     TempTableExists,
+    TempTableNotFound,
     TempTableQueryFailed,
     UpstreamFailed,
     WorkspaceError,
@@ -40,7 +42,7 @@ from connect_plugin.server.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.release import to_the_end
-from connect_plugin.server.requests import CreateTempTable
+from connect_plugin.server.requests import CreateTempTable, Name
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
 from connect_plugin.server.statements import char_types, check_table_name
@@ -49,12 +51,29 @@ from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSes
 from connect_plugin.server.value_checks import checked, rules
 from connect_plugin.server.views import create_view, drop_view, temp_view_names
 from connect_plugin.server.workspace import Workspace
-from connect_plugin.server.writes import ProgressSink, remove_for_good, stop_write, write_files
+from connect_plugin.server.writes import (
+    ProgressSink,
+    Written,
+    remove_for_good,
+    stop_write,
+    write_files,
+)
 
 log = logging.getLogger(__name__)
 
 SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
 _SHOWN_DEFINITION_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """The new rows of a table, in its columns, and the observed metrics to report."""
+
+    relation: spark_proto.Relation
+    metric: str
+    """The name of the observation in ``relation`` that counts the changes."""
+    counting: spark_proto.Relation
+    """The same counts as one row, for when Spark sends no observed metrics with a write."""
 
 
 @dataclass(frozen=True)
@@ -134,25 +153,106 @@ class TableCreator:
             rows=0,
             created=datetime.datetime.now(datetime.timezone.utc),
         )
+        done = await self._write_and_swap(
+            session, upstream, table, relation, existing, taken=taken, progress=progress
+        )
+        return results.created(name, done.rows)
+
+    async def rewrite(
+        self,
+        context: SessionContext,
+        name: Name,
+        rows_of: Callable[[UpstreamSession, TempTable], Awaitable[Rewrite]],
+        progress: ProgressSink,
+    ) -> tuple[TempTable, Written]:
+        """Replace a temp table by ``rows_of`` it, written into a new folder of the session.
+
+        The table keeps its name, format, columns, partitioning, options and
+        creation time; its view moves to the new files only once they are
+        written, so a failure leaves the table as it was and no folder behind.
+        """
+        upstream = self._upstream.session(context)
+        async with self._registry.statement(context.user_id, context.session_id) as session:
+            table = session.tables.get(name.name.lower())
+            if table is None:
+                raise TempTableNotFound(f"Temporary table [{name}] not found in this session")
+            rewrite = await rows_of(upstream, table)
+            schema = StructType.fromJson(json.loads(table.schema_json))
+            relation = checked(
+                rewrite.relation, table.name, rules(table.format, schema, table.partition_columns)
+            )
+            log.info("Temporary table [%s] is being rewritten.", table.name)
+            try:
+                location = self._workspace.new_table_folder(context.session_id)
+            except WorkspaceError as exc:
+                raise WorkspaceError(
+                    f"Temporary table [{table.name}] was not changed: {exc}"
+                ) from exc
+            new = dataclasses.replace(table, location=location, rows=0)
+
+            async def counted(written: Written) -> Written:
+                if rewrite.metric in written.observed:
+                    return written
+                log.info("Spark sent no counts with the rewrite of [%s]; counting", table.name)
+                (row,) = await upstream.rows(rewrite.counting)
+                counts = [v for v in row.values() if isinstance(v, int)]
+                observed = {**written.observed, rewrite.metric: counts}
+                return dataclasses.replace(written, observed=observed)
+
+            written = await self._write_and_swap(
+                session,
+                upstream,
+                new,
+                relation,
+                table,
+                taken=True,
+                progress=progress,
+                outcome="was not changed",
+                metrics=(rewrite.metric,),
+                before_swap=counted,
+            )
+            changed = session.tables[table.key]
+        return changed, written
+
+    async def _write_and_swap(
+        self,
+        session: Session,
+        upstream: UpstreamSession,
+        table: TempTable,
+        relation: spark_proto.Relation,
+        existing: TempTable | None,
+        *,
+        taken: bool,
+        progress: ProgressSink,
+        outcome: str = "was not created",
+        metrics: Sequence[str] = (),
+        before_swap: Callable[[Written], Awaitable[Written]] | None = None,
+    ) -> Written:
+        """Write ``table``'s files, check the quota, give it its name, forget ``existing``:
+        every step or, on any failure (the client gone too), none (caller holds the lock)."""
         operation_id = str(uuid.uuid4())
         self._registry.begin_create(session, table, operation_id, upstream.server_side_session_id)
         viewing = False
-        session.writes[operation_id] = name
+        session.writes[operation_id] = table.name
         try:
-            rows = await write_files(
+            written = await write_files(
                 upstream,
                 relation,
                 table,
-                partition_columns=request.partition_columns,
+                partition_columns=table.partition_columns,
                 options=table.options,
                 progress=progress,
                 operation_id=operation_id,
+                outcome=outcome,
+                metrics=metrics,
             )
             del session.writes[operation_id]
+            if before_swap is not None:
+                written = await before_swap(written)
             self._workspace.secure(table.location)
-            self._quotas.check_written(session, table, existing)
+            self._quotas.check_written(session, table, existing, outcome=outcome)
             viewing = True
-            await create_view(upstream, table, replace=taken)
+            await create_view(upstream, table, replace=taken, outcome=outcome)
         except BaseException:
             session.writes.pop(operation_id, None)
             # Also when the client went away (cancelled): the undo must run to its end.
@@ -160,11 +260,11 @@ class TableCreator:
             undo_view = viewing and (existing is not None or not taken)
             await to_the_end(self._undo(upstream, table, operation_id, existing, undo_view))
             raise
-        table = dataclasses.replace(table, rows=rows)
+        table = dataclasses.replace(table, rows=written.rows)
         self._registry.finish_create(session, table, replaced=existing)
         if existing is not None:
             self._remove_files(existing)
-        return results.created(name, rows)
+        return written
 
     async def _undo(
         self,

@@ -45,6 +45,12 @@ from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.release import SessionRelease
+from connect_plugin.server.row_changes import (
+    DeleteHandler,
+    MergeHandler,
+    TruncateHandler,
+    UpdateHandler,
+)
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.scans import ScanHandler, Scans
 from connect_plugin.server.session_store import SqliteSessionStore
@@ -269,6 +275,10 @@ def plugin_handlers(
             ScanHandler(scans),
             DropViewHandler(config, tables),
             InsertIntoHandler(tables, upstream, config.recovery_timeout_s),
+            DeleteHandler(tables, creator),
+            UpdateHandler(tables, creator),
+            MergeHandler(tables, creator),
+            TruncateHandler(tables, creator),
             CreateScanViewHandler(scans, tables, upstream),
             CreateTempViewHandler(tables),
             CreatePersistentViewHandler(tables),

@@ -35,8 +35,15 @@ class Quotas:
                 "tables; drop some first"
             )
 
-    def check_written(self, session: Session, table: TempTable, replaced: TempTable | None) -> None:
-        """After a CTTAS wrote ``table``'s files, before it gets its name."""
+    def check_written(
+        self,
+        session: Session,
+        table: TempTable,
+        replaced: TempTable | None,
+        *,
+        outcome: str = "was not created",
+    ) -> None:
+        """After a CTTAS (or a rewrite) wrote ``table``'s files, before it gets its name."""
         limit = self._config.quota_bytes_per_session
         if not limit:
             return
@@ -48,7 +55,7 @@ class Quotas:
         written = Workspace.size(table.location)
         if others + written > limit:
             raise QuotaExceeded(
-                f"temporary table [{table.name}] was not created: quota_bytes_per_session is "
+                f"temporary table [{table.name}] {outcome}: quota_bytes_per_session is "
                 f"{limit} bytes and session [{session.session_id}] would hold {others + written} "
                 f"({written} of them this table's); its files were deleted. Drop tables or "
                 "write less"

@@ -173,3 +173,84 @@ class AlterView(Request):
 
     name: Name
     statement: str
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``column = expression`` of an UPDATE SET or MERGE clause (the expression as written)."""
+
+    column: Name
+    expression: str
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One WHEN clause of a MERGE: ``branch`` is ``matched``, ``not matched`` (by target)
+    or ``not matched by source``; ``action`` is ``update``, ``delete`` or ``insert``.
+
+    ``star``: ``UPDATE SET *`` or ``INSERT *``; an INSERT's ``assignments`` pair its
+    column list with its VALUES.
+    """
+
+    branch: str
+    action: str
+    condition: str | None = None
+    assignments: tuple[Assignment, ...] = ()
+    star: bool = False
+
+
+@dataclass(frozen=True)
+class ChangeRows(Request):
+    """A statement that changes the rows of a table: for a temp table, it is rewritten whole.
+
+    ``alias``: the name the statement's expressions give the table; ``problem``:
+    what the gateway could not read in the statement, reported only when the
+    table is a temp table (any other table's statement is Spark's to judge).
+    """
+
+    changes_tables: ClassVar[bool] = True
+    statement: ClassVar[str] = ""
+    name: Name
+    alias: str | None = None
+    problem: str = ""
+
+    def describe(self) -> str:
+        return f"{self.statement} [{self.name}]"
+
+
+@dataclass(frozen=True)
+class DeleteFrom(ChangeRows):
+    """DELETE FROM name [[AS] alias] [WHERE condition]."""
+
+    statement: ClassVar[str] = "DELETE FROM"
+    condition: str | None = None
+
+
+@dataclass(frozen=True)
+class UpdateTable(ChangeRows):
+    """UPDATE name [[AS] alias] SET column = expression, ... [WHERE condition]."""
+
+    statement: ClassVar[str] = "UPDATE"
+    assignments: tuple[Assignment, ...] = ()
+    condition: str | None = None
+
+
+@dataclass(frozen=True)
+class MergeInto(ChangeRows):
+    """MERGE INTO name [[AS] alias] USING source [[AS] alias] ON condition WHEN ...
+
+    ``source``: a table name or a parenthesized query, as written.
+    """
+
+    statement: ClassVar[str] = "MERGE INTO"
+    source: str = ""
+    source_alias: str | None = None
+    on: str = ""
+    clauses: tuple[MergeClause, ...] = ()
+
+
+@dataclass(frozen=True)
+class TruncateTable(ChangeRows):
+    """TRUNCATE TABLE name."""
+
+    statement: ClassVar[str] = "TRUNCATE TABLE"

@@ -216,6 +216,30 @@ class Cursor:
                     return self.text[first.start : token.start]
         raise self.error(f"expected ')' after {what}")
 
+    def expression(self, what: str, *, stops: Sequence[str] = (), comma: bool = False) -> str:
+        """The original text of an expression, up to a keyword of ``stops`` (or a comma,
+        or the end) outside parentheses and CASE ... END; ``stops`` may be 'A B' sequences."""
+        first = self._token(self.at)
+        last: Token | None = None
+        depth = 0
+        while (token := self._token(self.at)) is not None:
+            if depth == 0 and (
+                (comma and token.token_type is TokenType.COMMA)
+                or token.token_type is TokenType.R_PAREN
+                or (token.token_type is TokenType.SEMICOLON and self._token(self.at + 1) is None)
+                or any(self.peek(*stop.split()) for stop in stops)
+            ):
+                break
+            if token.token_type in (TokenType.L_PAREN, TokenType.CASE):
+                depth += 1
+            elif token.token_type in (TokenType.R_PAREN, TokenType.END):
+                depth -= 1
+            last = token
+            self.at += 1
+        if first is None or last is None:
+            raise self.error(f"expected {what}")
+        return self.text[first.start : last.end + 1]
+
     def options(self) -> dict[str, str]:
         return dict(self.option_pairs())
 

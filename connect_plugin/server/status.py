@@ -137,6 +137,14 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.MergeCardinalityViolation,
+        _Mapping(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "org.apache.spark.SparkRuntimeException",
+            "MERGE_CARDINALITY_VIOLATION",
+        ),
+    ),
+    (
         errors.TempTableQueryFailed,
         _Mapping(
             grpc.StatusCode.INTERNAL,

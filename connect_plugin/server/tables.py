@@ -147,7 +147,7 @@ class Tables:
         upstream = self._upstream.session(context)
         while True:
             table = self._existing(context, name)
-            if await self._view_is_table(upstream, table):
+            if await self.view_is_table(upstream, table):
                 return files_relation(table)
             if await self._out_of_step(context, table):
                 raise TempTableNotFound(
@@ -156,7 +156,7 @@ class Tables:
                 )
 
     @staticmethod
-    async def _view_is_table(upstream: UpstreamSession, table: TempTable) -> bool:
+    async def view_is_table(upstream: UpstreamSession, table: TempTable) -> bool:
         named = spark_proto.Relation()
         named.read.named_table.unparsed_identifier = quote_identifier(table.name)
         try:

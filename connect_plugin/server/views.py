@@ -25,7 +25,9 @@ def files_relation(table: TempTable) -> spark_proto.Relation:
     return relation
 
 
-async def create_view(upstream: UpstreamSession, table: TempTable, *, replace: bool) -> None:
+async def create_view(
+    upstream: UpstreamSession, table: TempTable, *, replace: bool, outcome: str = "was not created"
+) -> None:
     """The temporary view over the table's files, with the schema they were written with."""
     command = spark_proto.Command()
     view = command.create_dataframe_view
@@ -36,7 +38,7 @@ async def create_view(upstream: UpstreamSession, table: TempTable, *, replace: b
         await upstream.command(command)
     except UpstreamFailed as exc:
         raise TempTableQueryFailed(
-            f"Temporary table [{table.name}] was not created: its view failed: {exc.message}"
+            f"Temporary table [{table.name}] {outcome}: its view failed: {exc.message}"
         ) from exc
 
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pyspark.sql.connect import proto as spark_proto
 
@@ -39,6 +40,15 @@ ProgressSink = Callable[[spark_proto.ExecutePlanResponse], None]
 """Takes Spark's progress responses of a write, to relay them to the client."""
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a write did: its rows, and the values of the observations asked for by name
+    (missing when Spark sent none)."""
+
+    rows: int
+    observed: dict[str, list[int]] = field(default_factory=dict)
+
+
 async def write_files(
     upstream: UpstreamSession,
     relation: spark_proto.Relation,
@@ -48,8 +58,14 @@ async def write_files(
     options: Mapping[str, str],
     progress: ProgressSink,
     operation_id: str,
-) -> int:
-    """Write ``relation`` into the table's folder as ``operation_id``; the rows written."""
+    outcome: str = "was not created",
+    metrics: Sequence[str] = (),
+) -> Written:
+    """Write ``relation`` into the table's folder as ``operation_id``.
+
+    ``metrics``: names of observations (``CollectMetrics``) in ``relation``
+    whose integer values the write reports.
+    """
     metric = f"connect_plugin_{uuid.uuid4().hex}"
     with deep_messages():
         observed = spark_proto.Relation()
@@ -66,21 +82,24 @@ async def write_files(
         write.options.update(options)
         plan = spark_proto.Plan(command=command)
     rows: int | None = None
+    counts: dict[str, list[int]] = {}
     try:
         async for response in upstream.execute(plan, operation_id=operation_id):
             if response.HasField("execution_progress"):
                 progress(response)
-            for metrics in response.observed_metrics:
-                if metrics.name == metric and metrics.values:
-                    rows = metrics.values[0].long
+            for found in response.observed_metrics:
+                if found.name == metric and found.values:
+                    rows = found.values[0].long
+                elif found.name in metrics:
+                    counts[found.name] = [value.long for value in found.values]
     except UpstreamFailed as exc:
         raise TempTableQueryFailed(
-            f"Temporary table [{table.name}] was not created: writing "
+            f"Temporary table [{table.name}] {outcome}: writing "
             f"[{table.location}] failed: {exc.message}{await root_cause(upstream, exc)}"
         ) from exc
     if rows is None:
         rows = await _count_written(upstream, table)
-    return rows
+    return Written(rows, counts)
 
 
 def _count_rows(expression: spark_proto.Expression) -> None:
