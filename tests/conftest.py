@@ -44,6 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="Seconds of random tables for the temp-table round-trip property (default 30)",
     )
+    parser.addoption(
+        "--dml-seconds",
+        type=float,
+        default=None,
+        metavar="N",
+        help="Seconds of random statement sequences (INSERT, UPDATE, DELETE, MERGE, TRUNCATE) "
+        "compared with DuckDB (default 45)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -70,9 +70,9 @@ class Rewrite:
     """The new rows of a table, in its columns, and the observed metrics to report."""
 
     relation: spark_proto.Relation
-    metric: str
-    """The name of the observation in ``relation`` that counts the changes."""
-    counting: spark_proto.Relation
+    metric: str = ""
+    """The name of the observation in ``relation`` that counts the changes (if any)."""
+    counting: spark_proto.Relation | None = None
     """The same counts as one row, for when Spark sends no observed metrics with a write."""
 
 
@@ -191,7 +191,7 @@ class TableCreator:
             new = dataclasses.replace(table, location=location, rows=0)
 
             async def counted(written: Written) -> Written:
-                if rewrite.metric in written.observed:
+                if rewrite.counting is None or rewrite.metric in written.observed:
                     return written
                 log.info("Spark sent no counts with the rewrite of [%s]; counting", table.name)
                 (row,) = await upstream.rows(rewrite.counting)
@@ -208,7 +208,7 @@ class TableCreator:
                 taken=True,
                 progress=progress,
                 outcome="was not changed",
-                metrics=(rewrite.metric,),
+                metrics=(rewrite.metric,) if rewrite.metric else (),
                 before_swap=counted,
             )
             changed = session.tables[table.key]
@@ -263,7 +263,8 @@ class TableCreator:
         table = dataclasses.replace(table, rows=written.rows)
         self._registry.finish_create(session, table, replaced=existing)
         if existing is not None:
-            self._remove_files(existing)
+            replaced = existing
+            self._registry.after_other_calls(session, lambda: self._remove_files(replaced))
         return written
 
     async def _undo(

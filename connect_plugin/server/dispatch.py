@@ -92,6 +92,13 @@ class SqlSite:
             replace_node(self.plan.root, result)
 
 
+def replace_command(plan: spark_proto.Plan, result: spark_proto.Relation) -> None:
+    """A command the gateway did itself (a DataFrame write into a temp table) becomes a SQL
+    command of its result, so the client's request runs and answers as it would."""
+    plan.command.Clear()
+    plan.command.sql_command.input.CopyFrom(result)
+
+
 class Dispatcher:
     """Finds the requests in a plan and runs them through the handlers."""
 

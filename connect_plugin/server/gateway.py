@@ -274,7 +274,7 @@ def plugin_handlers(
             ReadTempTableHandler(tables),
             ScanHandler(scans),
             DropViewHandler(config, tables),
-            InsertIntoHandler(tables, upstream, config.recovery_timeout_s),
+            InsertIntoHandler(tables, creator, upstream, config.recovery_timeout_s),
             DeleteHandler(tables, creator),
             UpdateHandler(tables, creator),
             MergeHandler(tables, creator),

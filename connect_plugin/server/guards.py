@@ -14,11 +14,12 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.config import Config
 from connect_plugin.errors import TempTableError
 from connect_plugin.server import results
+from connect_plugin.server.create import Rewrite, TableCreator
 from connect_plugin.server.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.inserts import (
-    check_before_overwrite,
     checked_input,
     run_insert,
+    table_rows,
     table_rules,
 )
 from connect_plugin.server.plans import deep_messages
@@ -30,10 +31,12 @@ from connect_plugin.server.requests import (
     InsertInto,
     Name,
 )
+from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.upstream import Upstream, UpstreamSession, literal
 from connect_plugin.server.value_checks import NOT_NULL
+from connect_plugin.server.views import files_relation
 
 CREATE = frozenset(("CREATE",))
 
@@ -96,8 +99,11 @@ class InsertIntoHandler(Handler[InsertInto]):
     sql_keywords = frozenset(("INSERT",))
     needs_tables = True
 
-    def __init__(self, tables: Tables, upstream: Upstream, stop_timeout_s: float) -> None:
+    def __init__(
+        self, tables: Tables, creator: TableCreator, upstream: Upstream, stop_timeout_s: float
+    ) -> None:
         self._tables = tables
+        self._creator = creator
         self._upstream = upstream
         self._stop_timeout_s = stop_timeout_s
 
@@ -128,24 +134,63 @@ class InsertIntoHandler(Handler[InsertInto]):
 
     @classmethod
     def from_plan(cls, plan: spark_proto.Plan) -> InsertInto | None:
-        if plan.HasField("command") and plan.command.HasField("write_operation"):
-            write = plan.command.write_operation
-            if write.HasField("table"):
-                name = Name(tuple(write.table.table_name.split(".")))
-                method = spark_proto.WriteOperation.SaveTable.TableSaveMethod
-                if write.table.save_method != method.TABLE_SAVE_METHOD_INSERT_INTO:
-                    return InsertInto(name)
-                overwrite = write.mode == spark_proto.WriteOperation.SaveMode.SAVE_MODE_OVERWRITE
-                return InsertInto(name, overwrite, write=write)
-        return None
+        if not plan.HasField("command"):
+            return None
+        if plan.command.HasField("write_operation_v2"):
+            return _written_to(plan.command.write_operation_v2)
+        if not plan.command.HasField("write_operation"):
+            return None
+        write = plan.command.write_operation
+        if not write.HasField("table"):
+            return None
+        name = Name(tuple(write.table.table_name.split(".")))
+        modes = spark_proto.WriteOperation.SaveMode
+        method = spark_proto.WriteOperation.SaveTable.TableSaveMethod
+        if write.table.save_method == method.TABLE_SAVE_METHOD_INSERT_INTO:
+            return InsertInto(name, write.mode == modes.SAVE_MODE_OVERWRITE, write=write)
+        if write.mode == modes.SAVE_MODE_IGNORE:
+            return InsertInto(name, ignore=True)
+        if write.mode in (modes.SAVE_MODE_APPEND, modes.SAVE_MODE_OVERWRITE):
+            return InsertInto(
+                name,
+                write.mode == modes.SAVE_MODE_OVERWRITE,
+                query=write.input,
+                by_name=True,
+            )
+        return InsertInto(
+            name,
+            refusal=f"saveAsTable: temporary table [{name}] already exists; write into it "
+            "with mode('append') or mode('overwrite')",
+        )
 
     async def execute(self, call: Call, request: InsertInto) -> Outcome:
         table = self._tables.lookup(call.context, request.name)
         if table is None:
             return FORWARD
+        if request.refusal:
+            raise TempTableError(request.refusal)
+        if request.ignore:
+            return Outcome(results.refreshed(table.name))
+        query = request.write.input if request.write is not None else request.query
+        if request.overwrite and query is not None:
+            await self._overwrite(call, request, query)
+            return Outcome(results.refreshed(table.name))
 
         async def secure() -> None:
-            self._tables.secure(call.context, request.name)
+            self._tables.written(call.context, request.name)
+
+        if request.by_name and query is not None:
+            upstream = self._upstream.session(call.context)
+            await run_insert(
+                upstream,
+                table,
+                await table_rows(upstream, table, query, by_name=True),
+                (),
+                progress=call.progress,
+                stop_timeout_s=self._stop_timeout_s,
+            )
+            await secure()
+            return Outcome(results.refreshed(table.name))
 
         found = table_rules(table)
         if not found:
@@ -154,8 +199,6 @@ class InsertIntoHandler(Handler[InsertInto]):
         if request.write is not None:
             if request.write.HasField("input"):
                 source = await checked_input(upstream, table, request.write.input)
-                if request.overwrite:
-                    await check_before_overwrite(upstream, source)
                 with deep_messages():
                     request.write.input.CopyFrom(source)
             return Outcome(after=secure)
@@ -176,15 +219,69 @@ class InsertIntoHandler(Handler[InsertInto]):
             table,
             request.query,
             request.columns,
-            overwrite=request.overwrite,
             progress=call.progress,
             stop_timeout_s=self._stop_timeout_s,
         )
         await secure()
         return Outcome(results.refreshed(table.name))
 
+    async def _overwrite(
+        self, call: Call, request: InsertInto, query: spark_proto.Relation
+    ) -> None:
+        """Replace the table's rows (those ``request.condition`` holds for, if it has one) by
+        the query's, as a rewrite: a failing overwrite leaves the table as it was."""
+
+        async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
+            rows = await table_rows(
+                upstream, table, query, request.columns, by_name=request.by_name
+            )
+            if request.condition is None:
+                return Rewrite(rows)
+            kept = spark_proto.Relation()
+            kept.filter.input.CopyFrom(files_relation(table))
+            keep = kept.filter.condition.unresolved_function
+            keep.function_name = "not"
+            held = keep.arguments.add().unresolved_function
+            held.function_name = "coalesce"
+            with deep_messages():
+                held.arguments.add().CopyFrom(request.condition)
+            held.arguments.append(literal(False))
+            both = spark_proto.Relation()
+            with deep_messages():
+                both.set_op.left_input.CopyFrom(kept)
+                both.set_op.right_input.CopyFrom(rows)
+            both.set_op.set_op_type = spark_proto.SetOperation.SetOpType.SET_OP_TYPE_UNION
+            both.set_op.is_all = True
+            return Rewrite(both)
+
+        await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
+
 
 _QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
+
+
+def _written_to(write: spark_proto.WriteOperationV2) -> InsertInto:
+    """``DataFrame.writeTo(name)``: append and overwrite write into a temp table of that name;
+    the rest would make a table beside it and are refused."""
+    name = Name(tuple(write.table_name.split(".")))
+    modes = spark_proto.WriteOperationV2.Mode
+    if write.mode == modes.MODE_APPEND:
+        return InsertInto(name, query=write.input, by_name=True)
+    if write.mode == modes.MODE_OVERWRITE:
+        condition = write.overwrite_condition if write.HasField("overwrite_condition") else None
+        return InsertInto(name, True, query=write.input, by_name=True, condition=condition)
+    how = {
+        modes.MODE_CREATE: "create()",
+        modes.MODE_REPLACE: "replace()",
+        modes.MODE_CREATE_OR_REPLACE: "createOrReplace()",
+        modes.MODE_OVERWRITE_PARTITIONS: "overwritePartitions()",
+    }.get(write.mode, "this write")
+    return InsertInto(
+        name,
+        refusal=f"writeTo([{name}]).{how}: [{name}] is a temporary table of this session, "
+        "and this would make another table of that name beside it; use append() or "
+        f"overwrite(condition), or CREATE OR REPLACE TEMPORARY TABLE {name} AS ...",
+    )
 
 
 def _insert_clause(cursor: Cursor) -> str:

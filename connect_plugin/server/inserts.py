@@ -8,9 +8,9 @@ column's type, and the gateway runs it as Spark's ``insertInto`` of the
 view: a refused value fails the job, and Spark commits no file. A DataFrame
 ``insertInto`` is checked in place and goes to Spark as the client's own
 operation; a SQL INSERT is run by the gateway, like a CTTAS, and answers
-with Spark's empty result. Spark deletes the files an overwrite replaces
-before its job runs, so the values of an overwrite are checked once before
-it too (its query runs twice).
+with Spark's empty result. An overwrite is no INSERT of Spark's (which
+deletes the table's files before its job runs): it rewrites the table
+(``TableCreator.rewrite``) with the rows of ``table_rows``.
 """
 
 from __future__ import annotations
@@ -21,14 +21,24 @@ import uuid
 from collections.abc import Sequence
 
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefinedType
+from pyspark.sql.connect.types import (
+    proto_schema_to_pyspark_data_type,
+    pyspark_types_to_proto_types,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    UserDefinedType,
+)
 
 from connect_plugin.errors import ConnectPluginError, TempTableError, UpstreamFailed
 from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.release import to_the_end
 from connect_plugin.server.session_store import TempTable
-from connect_plugin.server.upstream import UpstreamSession, literal, quote_identifier
+from connect_plugin.server.upstream import UpstreamSession, quote_identifier
 from connect_plugin.server.value_checks import Rule, checked, rules
 from connect_plugin.server.writes import ProgressSink, stop_write
 
@@ -94,6 +104,62 @@ async def checked_input(
     return checked(ordered, table.name, found, value_of)
 
 
+async def table_rows(
+    upstream: UpstreamSession,
+    table: TempTable,
+    query: spark_proto.Relation,
+    columns: Sequence[str] = (),
+    *,
+    by_name: bool = False,
+) -> spark_proto.Relation:
+    """``query``'s rows as rows of the table, for an overwrite that rewrites it.
+
+    The query's columns fill the table's by position, by the INSERT's
+    column list (the others NULL), or ``by_name`` (as ``saveAsTable`` and
+    ``writeTo`` match them: every column of the table, in any order); values
+    are cast by Spark's store-assignment rules, as an INSERT casts them.
+    """
+    given = proto_schema_to_pyspark_data_type(await upstream.schema(query))
+    target = StructType.fromJson(_json(table.schema_json))
+    assert isinstance(given, StructType)
+    if by_name:
+        missing = [n for n in target.names if n.lower() not in {g.lower() for g in given.names}]
+        if missing:
+            raise TempTableError(
+                f"writing temporary table [{table.name}] by column name: the rows have no "
+                f"column [{missing[0]}] (they have {', '.join(given.names)}; the table has "
+                f"{', '.join(target.names)})"
+            )
+        columns = given.names
+    elif not columns and len(given.fields) != len(target.fields):
+        raise TempTableError(
+            f"INSERT into temporary table [{table.name}]: the query gives "
+            f"{len(given.fields)} columns ({', '.join(given.names)}) for the table's "
+            f"{len(target.fields)} ({', '.join(target.names)})"
+        )
+    sources = _sources(table, target, columns or target.names, len(given.fields))
+    with deep_messages():
+        renamed = spark_proto.Relation()
+        renamed.to_df.input.CopyFrom(query)
+        renamed.to_df.column_names.extend(_GIVEN.format(i) for i in range(len(given.fields)))
+        ordered = spark_proto.Relation()
+        ordered.project.input.CopyFrom(renamed)
+    for field, source in zip(target.fields, sources, strict=True):
+        value = (
+            quote_identifier(_GIVEN.format(source))
+            if source is not None
+            else f"CAST(NULL AS {sql_type(field.dataType)})"
+        )
+        expression = ordered.project.expressions.add()
+        expression.expression_string.expression = f"{value} AS {quote_identifier(field.name)}"
+    cast = spark_proto.Relation()
+    with deep_messages():
+        cast.to_schema.input.CopyFrom(ordered)
+    nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in target])
+    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable))
+    return cast
+
+
 def _sources(
     table: TempTable, target: StructType, columns: Sequence[str], width: int
 ) -> list[int | None]:
@@ -120,7 +186,6 @@ async def run_insert(
     query: spark_proto.Relation,
     columns: Sequence[str],
     *,
-    overwrite: bool,
     progress: ProgressSink,
     stop_timeout_s: float,
 ) -> None:
@@ -130,8 +195,6 @@ async def run_insert(
     client's own.
     """
     source = await checked_input(upstream, table, query, columns)
-    if overwrite:
-        await check_before_overwrite(upstream, source)
     modes = spark_proto.WriteOperation.SaveMode
     with deep_messages():
         command = spark_proto.Command()
@@ -141,7 +204,7 @@ async def run_insert(
         write.table.save_method = (
             spark_proto.WriteOperation.SaveTable.TableSaveMethod.TABLE_SAVE_METHOD_INSERT_INTO
         )
-        write.mode = modes.SAVE_MODE_OVERWRITE if overwrite else modes.SAVE_MODE_APPEND
+        write.mode = modes.SAVE_MODE_APPEND
         plan = spark_proto.Plan(command=command)
     operation_id = str(uuid.uuid4())
     try:
@@ -157,19 +220,6 @@ async def run_insert(
         except ConnectPluginError as exc:
             log.warning("INSERT into temporary table [%s]: cannot stop its write: %s", table.name, exc)
         raise
-
-
-async def check_before_overwrite(upstream: UpstreamSession, source: spark_proto.Relation) -> None:
-    """Run the checked query once without writing: Spark deletes an overwritten table's files
-    before its write job runs, so a value refused during the write would leave it empty."""
-    relation = spark_proto.Relation()
-    with deep_messages():
-        relation.aggregate.input.CopyFrom(source)
-    relation.aggregate.group_type = spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY
-    count = relation.aggregate.aggregate_expressions.add().unresolved_function
-    count.function_name = "count"
-    count.arguments.append(literal(1))
-    await upstream.rows(relation)
 
 
 def sql_type(data_type: DataType) -> str:

@@ -40,7 +40,7 @@ from connect_plugin.server.audit import AuditLog, who
 from connect_plugin.server.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.clone import Cloner
 from connect_plugin.server.config_guard import ConfigGuard
-from connect_plugin.server.dispatch import Dispatcher, SqlSite
+from connect_plugin.server.dispatch import Dispatcher, SqlSite, replace_command
 from connect_plugin.server.dispatch import Work as PluginWork
 from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
@@ -163,7 +163,9 @@ class PluginHandlers:
                 for root in (statement, command):
                     if root is not None:
                         outcome = await self._handlers.execute(call, root)
-                        if outcome.result is not None:
+                        if outcome.result is not None and root is command:
+                            replace_command(request.plan, outcome.result)
+                        elif outcome.result is not None:
                             assert site is not None, "only statements give results for the plan"
                             site.put_result(outcome.result)
                         outcomes.append(outcome)

@@ -129,6 +129,6 @@ class _Holdings:
         )
         yield GaugeMetricFamily(
             "connect_plugin_temp_table_rows",
-            "Rows of every session's temporary tables",
-            sum(table.rows for table in tables),
+            "Rows of every session's temporary tables (as last counted)",
+            sum(table.rows or 0 for table in tables),
         )

@@ -89,7 +89,7 @@ class RejectsTables:
                     f"the rejects table [{name}] was written but cannot be refreshed: "
                     f"{exc.message}; run REFRESH TABLE {name}"
                 ) from exc
-            self._tables.secure(session, Name((name,)))
+            self._tables.written(session, Name((name,)))
 
         return refresh
 

@@ -136,7 +136,8 @@ class DropView(Request):
 
 @dataclass(frozen=True)
 class InsertInto(Request):
-    """INSERT INTO / OVERWRITE name, or ``DataFrame.write.insertInto(name)``.
+    """INSERT INTO / OVERWRITE name, or a DataFrame write to a table's name: ``insertInto``,
+    ``saveAsTable``, ``writeTo``.
 
     ``query``: the rows of an ``INSERT INTO|OVERWRITE [TABLE] name [(columns)]
     <query>``; ``clause``: what else an INSERT of another shape has (a
@@ -150,6 +151,14 @@ class InsertInto(Request):
     columns: tuple[str, ...] = ()
     clause: str = ""
     write: spark_proto.WriteOperation | None = None
+    by_name: bool = False
+    """``saveAsTable``/``writeTo``: ``query`` (the DataFrame) matches the columns by name."""
+    condition: spark_proto.Expression | None = None
+    """``writeTo(name).overwrite(condition)``: the rows replaced are those it holds for."""
+    refusal: str = ""
+    """Why this write cannot go into a temp table (only said when ``name`` is one)."""
+    ignore: bool = False
+    """``saveAsTable(mode="ignore")``: nothing happens to an existing table."""
 
 
 @dataclass(frozen=True)

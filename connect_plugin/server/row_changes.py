@@ -69,6 +69,9 @@ KEEP = -1
 """The clause index of a table row no clause changes."""
 SKIP = -2
 """The clause index of a source row no clause inserts."""
+REPEATED = -3
+"""The clause index of a table row's second and later matches, where a MERGE may have them
+(no WHEN MATCHED clause, or only an unconditional DELETE): the row is kept or deleted once."""
 
 MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, EVERY_ROW = (
     "matched",
@@ -82,6 +85,12 @@ _ACTIONS = {
     NOT_MATCHED_BY_SOURCE: (UPDATE, DELETE),
     NOT_MATCHED: (INSERT,),
     EVERY_ROW: (UPDATE, DELETE),
+}
+
+_SPARK_BRANCH = {
+    MATCHED: "MATCHED",
+    NOT_MATCHED: "NOT_MATCHED_BY_TARGET",
+    NOT_MATCHED_BY_SOURCE: "NOT_MATCHED_BY_SOURCE",
 }
 
 AFFECTED_COLUMNS = (("num_affected_rows", "BIGINT"),)
@@ -301,6 +310,14 @@ class MergeHandler(_ChangeRowsHandler):
                 clauses.append(_clause(cursor))
             if not clauses:
                 raise cursor.error(f"MERGE INTO [{name}]: expected WHEN [NOT] MATCHED")
+            for branch in (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE):
+                held = [c for c in clauses if c.branch == branch]
+                if any(c.condition is None for c in held[:-1]):
+                    raise TempTableError(
+                        f"MERGE INTO [{name}]: only the last WHEN {branch.upper()} clause may "
+                        "omit its condition: the clauses after one without a condition would "
+                        f"never apply (NON_LAST_{_SPARK_BRANCH[branch]}_CLAUSE_OMIT_CONDITION)"
+                    )
             _finish(cursor, f"MERGE INTO [{name}]")
             return MergeInto(
                 name,
@@ -451,22 +468,31 @@ class Plan:
         relation = spark_proto.Relation()
         relation.to_schema.input.sql.query = self.select
         relation.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(StructType(fields)))
-        if not self.check_cardinality:
+        if all(c.branch == EVERY_ROW for c in self.clauses):
             return relation
-        checked = spark_proto.Relation()
+        matches = spark_proto.Relation()
         with deep_messages():
-            checked.project.input.CopyFrom(relation)
+            matches.project.input.CopyFrom(relation)
+        if self.check_cardinality:
+            repeated = (
+                f"count({SOURCE_ROW}) OVER (PARTITION BY {TARGET_ROW}) > 1 THEN CAST(raise_error("
+                f"'{CARDINALITY_VIOLATION}: a row of the table matched several rows of the "
+                "source') AS INT)"
+            )
+        else:
+            repeated = (
+                f"{SOURCE_ROW} IS NOT NULL AND row_number() OVER (PARTITION BY {TARGET_ROW} "
+                f"ORDER BY {TARGET_ROW}) > 1 THEN {REPEATED}"
+            )
         for field in fields:
             expression = quote_identifier(field.name)
             if field.name == CLAUSE:
                 expression = (
-                    f"CASE WHEN {TARGET_ROW} IS NOT NULL AND count({SOURCE_ROW}) OVER (PARTITION "
-                    f"BY {TARGET_ROW}) > 1 THEN CAST(raise_error('{CARDINALITY_VIOLATION}: a "
-                    "row of the table matched several rows of the source') AS INT) ELSE "
-                    f"{CLAUSE} END AS {CLAUSE}"
+                    f"CASE WHEN {TARGET_ROW} IS NOT NULL AND {repeated} ELSE {CLAUSE} END AS "
+                    f"{CLAUSE}"
                 )
-            checked.project.expressions.add().expression_string.expression = expression
-        return checked
+            matches.project.expressions.add().expression_string.expression = expression
+        return matches
 
     def in_user_terms(self, message: str) -> str:
         """Spark's first line about the statement's query, with the statement's column
@@ -498,7 +524,8 @@ class Plan:
         observed.collect_metrics.name = metric
         for expression in self._metrics():
             observed.collect_metrics.metrics.add().expression_string.expression = expression
-        dropped = [str(k) for k, c in enumerate(self.clauses) if c.action == DELETE] + [str(SKIP)]
+        dropped = [str(k) for k, c in enumerate(self.clauses) if c.action == DELETE]
+        dropped += [str(SKIP), str(REPEATED)]
         kept = spark_proto.Relation()
         with deep_messages():
             kept.filter.input.CopyFrom(observed)

@@ -48,12 +48,17 @@ class TempTable:
     schema_json: str
     partition_columns: tuple[str, ...]
     options: dict[str, str]
-    rows: int
+    rows: int | None
+    """None: Spark added files since the rows were last counted (INSERT, a scan's rejects)."""
     created: datetime.datetime
 
     @property
     def key(self) -> str:
         return self.name.lower()
+
+
+_UNCOUNTED = -1
+"""The stored row count of a table whose rows are not known (``TempTable.rows`` None)."""
 
 
 class TableState(enum.Enum):
@@ -109,6 +114,9 @@ class SessionStore(Protocol):
 
     def finish_create(self, location: Path, rows: int, replaced: Path | None) -> None:
         """Mark a created table ready and, atomically, the one it replaces dropping."""
+
+    def set_rows(self, location: Path, rows: int | None) -> None:
+        """Record a table's row count (None: not known until counted again)."""
 
     def remove_tables(self, locations: Sequence[Path]) -> None: ...
 
@@ -269,7 +277,7 @@ class SqliteSessionStore:
                     table.schema_json,
                     json.dumps(list(table.partition_columns)),
                     json.dumps(table.options, sort_keys=True),
-                    table.rows,
+                    _UNCOUNTED if table.rows is None else table.rows,
                     table.created.isoformat(),
                     state.value,
                     operation_id,
@@ -293,6 +301,13 @@ class SqliteSessionStore:
             db.execute(
                 "UPDATE temp_tables SET state = ?, rows = ?, operation_id = '' WHERE location = ?",
                 (TableState.READY.value, rows, str(location)),
+            )
+
+    def set_rows(self, location: Path, rows: int | None) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE temp_tables SET rows = ? WHERE location = ?",
+                (_UNCOUNTED if rows is None else rows, str(location)),
             )
 
     def remove_tables(self, locations: Sequence[Path]) -> None:
@@ -347,7 +362,7 @@ def _table_from_row(row: tuple[object, ...]) -> StoredTable:
         schema_json=str(schema_json),
         partition_columns=tuple(json.loads(str(partition_columns))),
         options=dict(json.loads(str(options))),
-        rows=int(str(rows)),
+        rows=None if int(str(rows)) == _UNCOUNTED else int(str(rows)),
         created=datetime.datetime.fromisoformat(str(created)),
     )
     return StoredTable(str(user_id), str(session_id), table, TableState(state), str(operation_id))

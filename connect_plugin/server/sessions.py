@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import enum
+import logging
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -50,6 +52,8 @@ from connect_plugin.server.session_store import (
     TempTable,
     now,
 )
+
+log = logging.getLogger(__name__)
 
 _CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -153,7 +157,10 @@ class SessionRegistry:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._sessions: dict[SessionKey, Session] = {}
-        self._calls: dict[SessionKey, int] = {}
+        self._calls: dict[SessionKey, collections.Counter[int]] = {}
+        """Calls in flight per session, by the epoch they began in."""
+        self._epoch = 0
+        self._after_calls: dict[SessionKey, list[tuple[int, Callable[[], None]]]] = {}
 
     def close(self) -> None:
         self.store.close()
@@ -200,17 +207,23 @@ class SessionRegistry:
         )
 
     def begin_call(self, key: SessionKey) -> None:
-        self._calls[key] = self._calls.get(key, 0) + 1
+        self._calls.setdefault(key, collections.Counter())[self._epoch] += 1
         session = self._sessions.get(key)
         if session is not None:
             session.last_activity = now()
 
     def end_call(self, key: SessionKey) -> None:
-        left = self._calls.get(key, 1) - 1
-        if left > 0:
-            self._calls[key] = left
-        else:
-            self._calls.pop(key, None)
+        calls = self._calls.get(key)
+        if calls:
+            # Which call ended is not known: the newest one is taken to have ended, so a
+            # call counts as under way for as long as, or longer than, it really is.
+            newest = max(calls)
+            calls[newest] -= 1
+            if not calls[newest]:
+                del calls[newest]
+            if not calls:
+                del self._calls[key]
+        self._run_after_calls(key)
         session = self._sessions.get(key)
         if session is not None:
             session.last_activity = now()
@@ -218,7 +231,39 @@ class SessionRegistry:
 
     def in_flight(self, session: Session) -> int:
         """Calls of the session under way now."""
-        return self._calls.get(session.key, 0)
+        return sum(self._calls.get(session.key, collections.Counter()).values())
+
+    def after_other_calls(self, session: Session, work: Callable[[], None]) -> None:
+        """Do ``work`` now if the session has no call under way but the one asking, else
+        once every call under way now has ended.
+
+        The files of a replaced temp table go this way: a query of the session
+        that began before the replacement may still be reading them.
+        """
+        epoch = self._epoch
+        self._epoch += 1
+        if self.in_flight(session) > 1:
+            self._after_calls.setdefault(session.key, []).append((epoch, work))
+        else:
+            work()
+
+    def _run_after_calls(self, key: SessionKey) -> None:
+        waiting = self._after_calls.get(key)
+        if not waiting:
+            return
+        calls = self._calls.get(key)
+        oldest = min(calls) if calls else self._epoch
+        due = [work for epoch, work in waiting if epoch < oldest]
+        left = [(epoch, work) for epoch, work in waiting if epoch >= oldest]
+        if left:
+            self._after_calls[key] = left
+        else:
+            del self._after_calls[key]
+        for work in due:
+            try:
+                work()
+            except Exception:
+                log.exception("session %s: work after its calls failed", key[1])
 
     def let_go_if_idle(self, session: Session) -> None:
         """Keep no object for a session with no call in flight and nothing to remember."""
@@ -283,10 +328,19 @@ class SessionRegistry:
 
     def finish_create(self, session: Session, table: TempTable, replaced: TempTable | None) -> None:
         """The table's view exists: make it ``ready`` (and the replaced one ``dropping``)."""
+        assert table.rows is not None
         self.store.finish_create(
             table.location, table.rows, None if replaced is None else replaced.location
         )
         session.tables[table.key] = table
+
+    def set_rows(self, session: Session, table: TempTable, rows: int | None) -> TempTable:
+        """The table with its new row count (None: to be counted), in memory and stored."""
+        counted = dataclasses.replace(table, rows=rows)
+        self.store.set_rows(table.location, rows)
+        if session.tables.get(table.key) is table:
+            session.tables[table.key] = counted
+        return counted
 
     def begin_drop(self, tables: Iterable[TempTable]) -> None:
         """Mark tables ``dropping`` before their views and files go."""

@@ -16,6 +16,7 @@ same name.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from pyspark.sql.connect import proto as spark_proto
@@ -28,6 +29,7 @@ from connect_plugin.errors import (
     UpstreamFailed,
 )
 from connect_plugin.server import results
+from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.release import to_the_end
 from connect_plugin.server.requests import Name
 from connect_plugin.server.session_store import TempTable
@@ -120,6 +122,7 @@ class Tables:
                 if table.key not in views:
                     await self._out_of_step(context, table)
         tables = [] if session is None else sorted(session.tables.values(), key=lambda t: t.key)
+        tables = [await self._count(context, t) for t in tables]
         rows = [
             (t.name, t.format, t.rows, self._workspace.size(t.location), t.created) for t in tables
         ]
@@ -185,8 +188,35 @@ class Tables:
             self._forget_table(session, table)
         return True
 
-    def secure(self, context: SessionContext, name: Name) -> None:
-        """Make files Spark added to a temp table (INSERT) private again."""
+    def written(self, context: SessionContext, name: Name) -> None:
+        """Spark added files to a temp table (INSERT, a scan's rejects): make them private,
+        and count its rows again when they are next asked for."""
+        session = self._registry.find(context.user_id, context.session_id)
         table = self.lookup(context, name)
-        if table is not None:
+        if session is not None and table is not None:
             self._workspace.secure(table.location)
+            self._registry.set_rows(session, table, None)
+
+    async def _count(self, context: SessionContext, table: TempTable) -> TempTable:
+        """The table with its rows counted, if Spark added files since they last were."""
+        if table.rows is not None:
+            return table
+        relation = spark_proto.Relation()
+        with deep_messages():
+            relation.aggregate.input.CopyFrom(files_relation(table))
+        relation.aggregate.group_type = spark_proto.Aggregate.GroupType.GROUP_TYPE_GROUPBY
+        relation.aggregate.aggregate_expressions.add().expression_string.expression = (
+            "count(1) AS rows"
+        )
+        try:
+            (row,) = await self._upstream.session(context).rows(relation)
+        except UpstreamFailed as exc:
+            raise TempTableQueryFailed(
+                f"Temporary table [{table.name}]: counting its rows failed: {exc.message}"
+            ) from exc
+        rows = row["rows"]
+        assert isinstance(rows, int)
+        session = self._registry.find(context.user_id, context.session_id)
+        if session is None or session.tables.get(table.key) is not table:
+            return dataclasses.replace(table, rows=rows)
+        return self._registry.set_rows(session, table, rows)

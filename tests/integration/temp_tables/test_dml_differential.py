@@ -1,0 +1,181 @@
+"""Differential: random statement sequences on a temp table end as on a DuckDB temp table.
+
+Each sequence (``dml_sequences``) creates a declared table in a random
+format, fills it, and runs INSERT, DELETE, UPDATE, MERGE INTO and TRUNCATE
+through the gateway and on DuckDB in-process; after every statement the
+answers (rows changed) and the tables, row for row, must agree, and SHOW
+TEMPORARY TABLES must count the rows. A statement that must fail (a row
+that raises, a MERGE matching a row twice) must fail through the gateway
+and leave the table exactly as it was, with one folder. The run is bounded
+by ``--dml-seconds`` (45 by default); what it ever found is kept in
+``FINDS`` and runs every time.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from tests.integration.support import table_folders
+from tests.integration.temp_tables.dml_sequences import (
+    COLUMNS,
+    NAMES,
+    Sequence,
+    Statement,
+    sequences,
+)
+
+DEFAULT_SECONDS = 45.0
+EXAMPLES = 3
+"""Sequences per hypothesis run; runs repeat until the test's seconds are spent."""
+
+FINDS: tuple[Sequence, ...] = (
+    Sequence(
+        fmt="csv",
+        partitioned=True,
+        rows=(
+            "(1, CAST(0 AS INT), CAST(5 AS BIGINT), CAST('a' AS STRING))",
+            "(1, CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS STRING))",
+        ),
+        statements=(
+            Statement(
+                "MERGE INTO t USING (SELECT * FROM (VALUES (1, CAST(2 AS INT), CAST(7 AS "
+                "BIGINT), CAST('b' AS STRING)), (1, CAST(3 AS INT), CAST(8 AS BIGINT), "
+                "CAST(NULL AS STRING)), (4, CAST(1 AS INT), CAST(9 AS BIGINT), CAST('c' AS "
+                "STRING))) AS src(id, k, v, s)) AS src ON t.id = src.id "
+                "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE",
+                "MERGE INTO t USING (SELECT * FROM (VALUES (1, CAST(2 AS INT), CAST(7 AS "
+                "BIGINT), CAST('b' AS STRING)), (1, CAST(3 AS INT), CAST(8 AS BIGINT), "
+                "CAST(NULL AS STRING)), (4, CAST(1 AS INT), CAST(9 AS BIGINT), CAST('c' AS "
+                "STRING))) AS src(id, k, v, s)) AS src ON t.id = src.id "
+                "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE",
+            ),
+            Statement(
+                "UPDATE t SET k = NULL, v = v * 2 WHERE NOT (k IN (0, 1))",
+                "UPDATE t SET k = NULL, v = v * 2 WHERE NOT (k IN (0, 1))",
+            ),
+            Statement(
+                "MERGE INTO t USING (SELECT * FROM (VALUES (1, CAST(5 AS INT), CAST(1 AS "
+                "BIGINT), CAST('z' AS STRING))) AS src(id, k, v, s)) AS src ON t.id = src.id "
+                "WHEN MATCHED AND t.v > 6 THEN DELETE WHEN MATCHED THEN UPDATE SET *",
+                "MERGE INTO t USING (SELECT * FROM (VALUES (1, CAST(5 AS INT), CAST(1 AS "
+                "BIGINT), CAST('z' AS STRING))) AS src(id, k, v, s)) AS src ON t.id = src.id "
+                "WHEN MATCHED AND t.v > 6 THEN DELETE WHEN MATCHED THEN UPDATE SET *",
+            ),
+        ),
+    ),
+)
+"""Kept examples: a partitioned csv table (its partition column stored last) through a MERGE
+whose table rows match twice without a WHEN MATCHED clause (kept once), an UPDATE of the
+partition column to NULL, and a MERGE whose first clause deletes."""
+
+
+def dml_seconds(config: pytest.Config) -> float:
+    seconds: float | None = config.getoption("--dml-seconds")
+    return DEFAULT_SECONDS if seconds is None else seconds
+
+
+def _rows(spark: SparkSession) -> list[tuple[object, ...]]:
+    read = spark.table("t").select(*NAMES)
+    return sorted((tuple(r) for r in read.collect()), key=repr)
+
+
+def _duck_rows(duck: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
+    return sorted(duck.sql(f"SELECT {', '.join(NAMES)} FROM t").fetchall(), key=repr)
+
+
+def _listed(spark: SparkSession) -> int:
+    (row,) = [r for r in spark.sql("SHOW TEMPORARY TABLES").collect() if r["name"] == "t"]
+    return int(row["rows"])
+
+
+class Differential:
+    def __init__(self, spark: SparkSession, workspace: Path) -> None:
+        self.spark = spark
+        self.workspace = workspace
+        self.sequences = 0
+        self.statements = 0
+        self.refused = 0
+
+    def run(self, sequence: Sequence) -> None:
+        spark = self.spark
+        spark.sql("DROP TABLE IF EXISTS t")
+        spark.sql(sequence.create())
+        with duckdb.connect() as duck:
+            duck.sql(f"CREATE TEMPORARY TABLE t ({COLUMNS})")
+            if sequence.rows:
+                insert = f"INSERT INTO t ({', '.join(NAMES)}) VALUES {', '.join(sequence.rows)}"
+                spark.sql(insert)
+                duck.sql(insert)
+            for at, statement in enumerate(sequence.statements):
+                self._step(duck, statement, f"statement {at + 1} of {sequence}")
+        self.sequences += 1
+
+    def _step(self, duck: duckdb.DuckDBPyConnection, statement: Statement, where: str) -> None:
+        spark = self.spark
+        before = _duck_rows(duck)
+        folders = table_folders(self.workspace, spark)
+        must_fail = any(
+            query is not None and duck.sql(query).fetchall()
+            for query in (statement.fails_when, statement.cardinality)
+        )
+        self.statements += 1
+        if must_fail:
+            self.refused += 1
+            with pytest.raises(PySparkException):
+                spark.sql(statement.spark).collect()
+            assert _rows(spark) == before, where
+            assert table_folders(self.workspace, spark) == folders, where
+            return
+        if statement.duckdb is None:
+            spark.sql(statement.spark).collect()
+            assert _rows(spark) == before, where
+            assert len(table_folders(self.workspace, spark)) == 1, where
+            return
+        answer = spark.sql(statement.spark).collect()
+        expected = duck.sql(statement.duckdb).fetchall()
+        if not statement.spark.startswith("INSERT"):
+            assert answer[0][0] == expected[0][0], where
+        assert _rows(spark) == _duck_rows(duck), where
+        assert _listed(spark) == len(_duck_rows(duck)), where
+        assert len(table_folders(self.workspace, spark)) == 1, where
+
+
+@pytest.fixture
+def differential(spark: SparkSession, workspace: Path) -> Differential:
+    return Differential(spark, workspace)
+
+
+@pytest.mark.parametrize("sequence", FINDS)
+def test_each_find_ends_like_duckdb(differential: Differential, sequence: Sequence) -> None:
+    differential.run(sequence)
+
+
+def test_random_statement_sequences_end_like_duckdb(
+    differential: Differential, request: pytest.FixtureRequest
+) -> None:
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(sequences())
+    def one_run(sequence: Sequence) -> None:
+        differential.run(sequence)
+
+    budget = dml_seconds(request.config)
+    started = time.monotonic()
+    while time.monotonic() - started < budget:
+        one_run()
+    print(
+        f"dml differential: {differential.sequences} sequences, {differential.statements} "
+        f"statements ({differential.refused} refused as they must be) in "
+        f"{time.monotonic() - started:.0f} s"
+    )

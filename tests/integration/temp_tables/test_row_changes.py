@@ -1,0 +1,292 @@
+"""DELETE, UPDATE, MERGE INTO and TRUNCATE on temp tables, each one atomic.
+
+Each statement answers with the rows it changed, as Delta reports them, and
+leaves the table as DuckDB leaves its own temp table after the same
+statement. A statement that fails (a bad expression, a value the table
+refuses, a MERGE matching one row twice) leaves the table exactly as it was
+and one folder, its own. SHOW TEMPORARY TABLES counts rows right after every
+change, INSERTs included.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from connect_plugin.server.gateway import Gateway
+from tests.integration.support import table_folders
+
+ROWS = "(1, 10, 'a'), (2, 20, 'b'), (3, NULL, 'c'), (4, 40, NULL), (5, 50, 'e')"
+
+
+def _rows(spark: SparkSession, name: str = "t") -> list[tuple[object, ...]]:
+    return sorted((tuple(r) for r in spark.table(name).collect()), key=repr)
+
+
+def _duck_rows(duck: duckdb.DuckDBPyConnection, name: str = "t") -> list[tuple[object, ...]]:
+    return sorted(duck.sql(f"SELECT * FROM {name}").fetchall(), key=repr)
+
+
+def _listed_rows(spark: SparkSession, name: str = "t") -> int:
+    (row,) = [r for r in spark.sql("SHOW TEMPORARY TABLES").collect() if r["name"] == name]
+    rows = row["rows"]
+    assert isinstance(rows, int)
+    return rows
+
+
+@pytest.fixture
+def duck() -> duckdb.DuckDBPyConnection:
+    with duckdb.connect() as connection:
+        connection.sql("CREATE TEMPORARY TABLE t (id INT, v INT, s VARCHAR)")
+        connection.sql(f"INSERT INTO t VALUES {ROWS}")
+        yield connection
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DELETE FROM t WHERE v > 15",
+        "DELETE FROM t WHERE s = 'a' OR v IS NULL",
+        "DELETE FROM t",
+        "UPDATE t SET v = v * 2, s = s || '!' WHERE id >= 2",
+        "UPDATE t AS x SET v = coalesce(x.v, -1)",
+        "UPDATE t SET s = CASE WHEN v > 20 THEN 'big' ELSE 'small' END WHERE s IS NOT NULL",
+        "TRUNCATE TABLE t",
+    ],
+)
+def test_a_change_answers_its_count_and_leaves_the_rows_duckdb_leaves(
+    spark: SparkSession,
+    workspace: Path,
+    duck: duckdb.DuckDBPyConnection,
+    statement: str,
+    fmt: str,
+) -> None:
+    spark.sql(f"CREATE TEMPORARY TABLE t (id INT, v INT, s STRING) USING {fmt}")
+    spark.sql(f"INSERT INTO t VALUES {ROWS}")
+    assert _listed_rows(spark) == 5
+    (answer,) = spark.sql(statement).collect()
+    (expected,) = duck.sql(statement.replace("TRUNCATE TABLE", "TRUNCATE")).fetchall()
+    assert answer.asDict() == {"num_affected_rows": expected[0]}
+    assert _rows(spark) == _duck_rows(duck)
+    assert _listed_rows(spark) == len(_duck_rows(duck))
+    assert len(table_folders(workspace, spark)) == 1
+
+
+def test_rows_whose_condition_is_null_stay(spark: SparkSession) -> None:
+    spark.sql(f"CREATE TEMPORARY TABLE t AS SELECT * FROM VALUES {ROWS} AS r(id, v, s)")
+    spark.sql("DELETE FROM t WHERE v < 30")
+    spark.sql("UPDATE t SET s = 'changed' WHERE v > 45")
+    assert _rows(spark) == sorted(
+        [(3, None, "c"), (4, 40, None), (5, 50, "changed")], key=repr
+    )
+
+
+MERGE = """
+MERGE INTO t AS target USING (SELECT * FROM VALUES (2, 200, 'B'), (3, 300, 'C'), (4, 400, 'D'),
+    (6, 600, 'F'), (7, 700, NULL) AS src(id, v, s)) AS source
+ON target.id = source.id
+WHEN MATCHED AND source.id = 4 THEN DELETE
+WHEN MATCHED AND target.v IS NULL THEN UPDATE SET v = -source.v
+WHEN MATCHED THEN UPDATE SET *
+WHEN NOT MATCHED AND source.s IS NOT NULL THEN INSERT (id, v) VALUES (source.id, source.v + 1)
+WHEN NOT MATCHED BY SOURCE AND target.id = 1 THEN DELETE
+WHEN NOT MATCHED BY SOURCE THEN UPDATE SET s = 'unmatched'
+"""
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_merge_applies_the_first_clause_that_holds_in_each_branch_like_duckdb(
+    spark: SparkSession, workspace: Path, duck: duckdb.DuckDBPyConnection, fmt: str
+) -> None:
+    spark.sql(f"CREATE TEMPORARY TABLE t (id INT, v INT, s STRING) USING {fmt}")
+    spark.sql(f"INSERT INTO t VALUES {ROWS}")
+    (answer,) = spark.sql(MERGE).collect()
+    (expected,) = duck.sql(MERGE).fetchall()
+    assert answer.asDict() == {
+        "num_affected_rows": expected[0],
+        "num_updated_rows": 3,
+        "num_deleted_rows": 2,
+        "num_inserted_rows": 1,
+    }
+    assert _rows(spark) == _duck_rows(duck) == sorted(
+        [(2, 200, "B"), (3, -300, "c"), (5, 50, "unmatched"), (6, 601, None)], key=repr
+    )
+    assert _listed_rows(spark) == 4
+    assert len(table_folders(workspace, spark)) == 1
+
+
+def test_merge_from_a_table_name_takes_its_name_as_alias(spark: SparkSession) -> None:
+    spark.sql("CREATE TEMPORARY TABLE t AS SELECT id, id * 10 AS v FROM range(4)")
+    spark.sql("CREATE TEMPORARY TABLE changes AS SELECT id + 2 AS id, -id AS v FROM range(4)")
+    (answer,) = spark.sql(
+        "MERGE INTO t USING changes ON t.id = changes.id "
+        "WHEN MATCHED THEN UPDATE SET t.v = changes.v WHEN NOT MATCHED THEN INSERT *"
+    ).collect()
+    assert tuple(answer) == (4, 2, 0, 2)
+    assert _rows(spark) == [(0, 0), (1, 10), (2, 0), (3, -1), (4, -2), (5, -3)]
+
+
+def test_a_merge_matching_one_row_twice_is_refused_and_changes_nothing(
+    spark: SparkSession, workspace: Path
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE t AS SELECT id, id AS v FROM range(3)")
+    spark.sql("CREATE TEMPORARY VIEW twice AS SELECT * FROM VALUES (1, 5), (1, 6) AS s(id, v)")
+    before = _rows(spark)
+    with pytest.raises(PySparkException) as refused:
+        spark.sql("MERGE INTO t USING twice s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert refused.value.getCondition() == "MERGE_CARDINALITY_VIOLATION"
+    assert "several rows of the source" in str(refused.value)
+    assert _rows(spark) == before
+    assert len(table_folders(workspace, spark)) == 1
+    deleted = spark.sql("MERGE INTO t USING twice s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert tuple(deleted.collect()[0]) == (1, 0, 1, 0)
+    assert _rows(spark) == [(0, 0), (2, 2)]
+
+
+@pytest.mark.parametrize(
+    ("statement", "said"),
+    [
+        ("UPDATE t SET v = raise_error('no such luck') WHERE id = 2", "no such luck"),
+        ("UPDATE t SET n = NULL WHERE id = 1", "declared NOT NULL"),
+        ("UPDATE t SET v = 'text'", 'Column or field `v` is of type "STRING"'),
+        ("UPDATE t SET v = nope", "`nope` cannot be resolved"),
+        ("UPDATE t SET w = 1", "the table has no column [w]; its columns are id, v, n"),
+        ("UPDATE t SET v = 1, v = 2", "column [v] is set twice"),
+        ("DELETE FROM t WHERE v / 0 > 1", "DIVIDE_BY_ZERO"),
+        ("DELETE FROM t WHERE", "expected a condition after WHERE"),
+        ("MERGE INTO t USING t s ON t.id = s.id WHEN NOT MATCHED THEN DELETE", "takes INSERT"),
+        ("TRUNCATE TABLE t PARTITION (id = 1)", "DELETE FROM t WHERE"),
+        (
+            "MERGE INTO t USING t s ON t.id = s.id WHEN MATCHED THEN DELETE "
+            "WHEN MATCHED AND s.v > 1 THEN DELETE",
+            "NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION",
+        ),
+    ],
+)
+def test_a_failing_change_leaves_the_table_as_it_was_and_no_folder(
+    spark: SparkSession, workspace: Path, statement: str, said: str
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE t (id INT, v INT, n STRING NOT NULL) USING orc")
+    spark.sql("INSERT INTO t VALUES (1, 1, 'x'), (2, 2, 'y')")
+    before = _rows(spark)
+    folders = table_folders(workspace, spark)
+    with pytest.raises(PySparkException, match=None) as refused:
+        spark.sql(statement).collect()
+    assert said in str(refused.value)
+    assert _rows(spark) == before
+    assert table_folders(workspace, spark) == folders
+    assert _listed_rows(spark) == 2
+
+
+def test_a_partitioned_table_keeps_its_partitions(spark: SparkSession, workspace: Path) -> None:
+    spark.sql(
+        "CREATE TEMPORARY TABLE t USING json PARTITIONED BY (k) AS "
+        "SELECT id, id % 3 AS k FROM range(9)"
+    )
+    spark.sql("UPDATE t SET k = 7 WHERE k = 0")
+    spark.sql("DELETE FROM t WHERE k = 1")
+    (folder,) = table_folders(workspace, spark)
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["k=2", "k=7"]
+    assert _rows(spark) == [(0, 7), (2, 2), (3, 7), (5, 2), (6, 7), (8, 2)]
+    assert spark.table("t").columns == ["id", "k"]
+
+
+def test_statements_on_other_tables_reach_spark_unchanged(
+    spark: SparkSession, direct: SparkSession
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE t AS SELECT 1 AS id")
+    outcomes = []
+    for session in (spark, direct):
+        session.sql("CREATE OR REPLACE TEMPORARY VIEW plain AS SELECT 1 AS id")
+        with pytest.raises(PySparkException) as refused:
+            session.sql("DELETE FROM plain WHERE id = 1").collect()
+        outcomes.append((type(refused.value).__name__, refused.value.getCondition()))
+    assert outcomes[0] == outcomes[1]
+    assert _rows(spark) == [(1,)]
+
+
+def test_counts_follow_inserts_and_the_analysis_names_the_answer_columns(
+    spark: SparkSession,
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE t (id INT, v INT)")
+    spark.sql("INSERT INTO t VALUES (1, 1), (2, 2)")
+    spark.range(5).selectExpr("CAST(id AS INT)", "CAST(id AS INT)").write.insertInto("t")
+    assert _listed_rows(spark) == 7
+    spark.sql("INSERT OVERWRITE t VALUES (9, 9)")
+    assert _listed_rows(spark) == 1
+    assert spark.sql("UPDATE t SET v = 1").columns == ["num_affected_rows"]
+    assert spark.sql("MERGE INTO t USING t s ON t.id = s.id WHEN MATCHED THEN DELETE").columns == [
+        "num_affected_rows",
+        "num_updated_rows",
+        "num_deleted_rows",
+        "num_inserted_rows",
+    ]
+    assert _listed_rows(spark) == 0
+
+
+def test_a_view_replaced_behind_the_gateway_is_not_rewritten(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE t AS SELECT 1 AS id")
+    spark.sql("EXECUTE IMMEDIATE 'CREATE OR REPLACE TEMPORARY VIEW t AS SELECT 2 AS id'")
+    with pytest.raises(PySparkException, match="dropped or replaced outside the gateway"):
+        spark.sql("DELETE FROM t WHERE id = 2").collect()
+    assert _rows(spark) == [(2,)]
+
+
+def test_a_merge_without_matched_clauses_keeps_a_row_matched_twice_once(
+    spark: SparkSession, duck: duckdb.DuckDBPyConnection
+) -> None:
+    spark.sql(f"CREATE TEMPORARY TABLE t AS SELECT * FROM VALUES {ROWS} AS r(id, v, s)")
+    merge = (
+        "MERGE INTO t USING (SELECT * FROM VALUES (1, 7, 'x'), (1, 8, 'y'), (9, 9, 'z') AS "
+        "src(id, v, s)) AS s ON t.id = s.id WHEN NOT MATCHED THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE AND t.id > 3 THEN DELETE"
+    )
+    (answer,) = spark.sql(merge).collect()
+    (expected,) = duck.sql(merge).fetchall()
+    assert tuple(answer) == (expected[0], 0, 2, 1)
+    assert _rows(spark) == _duck_rows(duck)
+
+
+def test_a_reader_of_the_session_during_a_delete_sees_the_table_before_or_after(
+    spark: SparkSession, workspace: Path
+) -> None:
+    spark.sql(
+        "CREATE TEMPORARY TABLE t USING json AS SELECT id, id % 2 AS k FROM range(2000000)"
+    )
+    counts: list[int] = []
+    failures: list[BaseException] = []
+    deleted = threading.Event()
+    after: list[int] = []
+
+    def read() -> None:
+        while len(after) < 2:
+            try:
+                count = spark.table("t").where("k >= 0").count()
+            except BaseException as exc:
+                failures.append(exc)
+                return
+            (after if deleted.is_set() else counts).append(count)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        (answer,) = spark.sql("DELETE FROM t WHERE k = 1").collect()
+        deleted.set()
+    finally:
+        deleted.set()
+        reader.join(timeout=300)
+    assert failures == []
+    assert answer.num_affected_rows == 1_000_000
+    assert counts
+    assert set(counts) <= {2_000_000, 1_000_000}
+    assert counts == sorted(counts, reverse=True)
+    assert after == [1_000_000, 1_000_000]
+    assert len(table_folders(workspace, spark)) == 1

@@ -1,0 +1,91 @@
+"""Every DataFrame and SQL write to a temp table's name writes into the temp table, or is
+refused; none makes a permanent table beside it. Overwrites are atomic rewrites.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as sf
+
+from tests.integration.support import table_folders
+
+
+def _rows(spark: SparkSession, name: str = "t") -> list[tuple[object, ...]]:
+    return sorted(tuple(r) for r in spark.table(name).collect())
+
+
+def _permanent_tables(spark: SparkSession) -> list[str]:
+    return [r.tableName for r in spark.sql("SHOW TABLES IN default").collect() if not r.isTemporary]
+
+
+@pytest.fixture
+def table(spark: SparkSession) -> SparkSession:
+    spark.sql("CREATE TEMPORARY TABLE t (id BIGINT, s STRING) USING json")
+    spark.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    return spark
+
+
+def test_save_as_table_appends_and_overwrites_by_column_name(
+    table: SparkSession, workspace: Path
+) -> None:
+    spark = table
+    spark.createDataFrame([("c", 3)], "s STRING, id INT").write.saveAsTable("t", mode="append")
+    assert _rows(spark) == [(1, "a"), (2, "b"), (3, "c")]
+    spark.createDataFrame([("z", 9)], "s STRING, id INT").write.saveAsTable("t", mode="overwrite")
+    assert _rows(spark) == [(9, "z")]
+    spark.createDataFrame([("y", 8)], "s STRING, id INT").write.saveAsTable("t", mode="ignore")
+    assert _rows(spark) == [(9, "z")]
+    with pytest.raises(PySparkException, match=r"temporary table \[t\] already exists"):
+        spark.range(1).write.saveAsTable("t")
+    assert "t" not in _permanent_tables(spark)
+    assert len(table_folders(workspace, spark)) == 1
+    assert [r["rows"] for r in spark.sql("SHOW TEMPORARY TABLES").collect()] == [1]
+
+
+def test_write_to_appends_overwrites_where_its_condition_holds_and_refuses_the_rest(
+    table: SparkSession,
+) -> None:
+    spark = table
+    spark.createDataFrame([("c", 3)], "s STRING, id BIGINT").writeTo("t").append()
+    spark.createDataFrame([(7, "q")], "id BIGINT, s STRING").writeTo("t").overwrite(
+        sf.col("id") >= 2
+    )
+    assert _rows(spark) == [(1, "a"), (7, "q")]
+    for write in ("create", "replace", "createOrReplace", "overwritePartitions"):
+        with pytest.raises(PySparkException, match=rf"writeTo\(\[t\]\)\.{write}\(\)"):
+            getattr(spark.range(1).writeTo("t"), write)()
+    assert "t" not in _permanent_tables(spark)
+    assert _rows(spark) == [(1, "a"), (7, "q")]
+
+
+def test_an_overwrite_that_fails_leaves_the_table_as_it_was(
+    table: SparkSession, workspace: Path
+) -> None:
+    spark = table
+    folders = table_folders(workspace, spark)
+    with pytest.raises(PySparkException, match="refused on purpose"):
+        spark.sql("INSERT OVERWRITE t SELECT id, raise_error('refused on purpose') FROM range(3)")
+    failing = spark.range(3).select("id", sf.raise_error(sf.lit("refused on purpose")).alias("s"))
+    with pytest.raises(PySparkException, match="refused on purpose"):
+        failing.write.insertInto("t", overwrite=True)
+    with pytest.raises(PySparkException, match="refused on purpose"):
+        failing.write.saveAsTable("t", mode="overwrite")
+    assert _rows(spark) == [(1, "a"), (2, "b")]
+    assert table_folders(workspace, spark) == folders
+    spark.sql("INSERT OVERWRITE TABLE t (s, id) SELECT 'n', 5")
+    spark.createDataFrame([(6, "m")], "id INT, s STRING").write.insertInto("t", overwrite=False)
+    assert _rows(spark) == [(5, "n"), (6, "m")]
+    spark.createDataFrame([(4, "k")], "id INT, s STRING").write.insertInto("t", overwrite=True)
+    assert _rows(spark) == [(4, "k")]
+    assert len(table_folders(workspace, spark)) == 1
+
+
+def test_writes_to_other_names_reach_spark_unchanged(table: SparkSession) -> None:
+    spark = table
+    with pytest.raises(PySparkException) as refused:
+        spark.range(1).writeTo("nowhere").append()
+    assert refused.value.getCondition() == "TABLE_OR_VIEW_NOT_FOUND"
