@@ -37,6 +37,7 @@ from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.session_store import now
 from connect_plugin.server.sessions import Lifecycle, Session, SessionKey, SessionRegistry
 from connect_plugin.server.upstream import Upstream, upstream_failure
+from connect_plugin.server.views import uncache
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +235,12 @@ class SessionWatch:
     async def _expire(self, session: Session, idle: float) -> None:
         """Release an idle session upstream, then its tables (a crash between: recovery)."""
         upstream = self._upstream.stored(session.user_id, session.session_id)
+        try:
+            await asyncio.wait_for(
+                uncache(upstream, list(session.tables.values())), self.config.recovery_timeout_s
+            )
+        except asyncio.TimeoutError:
+            log.info("session %s: dropping its cached tables timed out", session.session_id)
         try:
             await asyncio.wait_for(upstream.release_session(), self.config.recovery_timeout_s)
         except (asyncio.TimeoutError, ConnectPluginError) as exc:

@@ -50,6 +50,7 @@ from connect_plugin.server.requests import Request
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.status import error_class_of, scan_error_details
 from connect_plugin.server.upstream import SessionContext, Upstream, upstream_failure
+from connect_plugin.server.views import uncache
 from connect_plugin.server.writes import ProgressSink, stop_writes
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
@@ -248,6 +249,8 @@ class PluginHandlers:
         upstream = self._upstream.session(_context(request, context))
         if session.writes:
             await stop_writes(session, upstream, self.config.recovery_timeout_s)
+        if session.tables:
+            await uncache(upstream, list(session.tables.values()))
         if self.config.stop_python_workers and not session.server_side_session_id:
             await learn_server_side_session(self._sessions, session, upstream)
 

@@ -7,11 +7,31 @@ recovery all make, restore or drop that view through these functions.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
+
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.errors import TempTableError, TempTableQueryFailed, UpstreamFailed
+from connect_plugin.errors import (
+    ConnectPluginError,
+    TempTableError,
+    TempTableQueryFailed,
+    UpstreamFailed,
+)
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.upstream import UpstreamSession
+
+log = logging.getLogger(__name__)
+
+
+async def uncache(upstream: UpstreamSession, tables: Iterable[TempTable]) -> None:
+    """Drop what Spark cached of the tables' files (``CACHE TABLE``): Spark Connect keeps a
+    session's cache after the session ends (SPARK-50569), and the files are going."""
+    for table in tables:
+        try:
+            await upstream.unpersist(files_relation(table))
+        except ConnectPluginError as exc:
+            log.info("Temporary table [%s]: cannot drop its cached data: %s", table.name, exc)
 
 
 def files_relation(table: TempTable) -> spark_proto.Relation:

@@ -268,12 +268,13 @@ def test_a_reader_of_the_session_during_a_delete_sees_the_table_before_or_after(
 
     def read() -> None:
         while len(after) < 2:
+            started_after = deleted.is_set()
             try:
                 count = spark.table("t").where("k >= 0").count()
             except BaseException as exc:
                 failures.append(exc)
                 return
-            (after if deleted.is_set() else counts).append(count)
+            (after if started_after else counts).append(count)
 
     reader = threading.Thread(target=read)
     reader.start()
