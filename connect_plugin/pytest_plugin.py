@@ -22,6 +22,10 @@ has connect-plugin installed can ask for:
 - ``connect_plugin_scoped_spark``: that session at its own scope, for fixtures
   that prepare what the tests sharing it may see (made before a test starts,
   so it is kept).
+- ``connect_plugin_data_path``: a fresh folder for files a test writes and the
+  gateway's Spark reads (scans): pytest's ``tmp_path``, or, when
+  ``CONNECT_PLUGIN_DATA_DIR`` names the folder a gateway's container mounts at
+  the same path, a folder in it that the container's user can read.
 
 pytest loads this module in every run of an environment that has the package,
 so it imports nothing beyond pytest until a fixture is used.
@@ -30,9 +34,11 @@ so it imports nothing beyond pytest until a fixture is used.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import pytest
@@ -41,6 +47,9 @@ if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession
 
 REMOTE_ENV = "SPARK_REMOTE"
+DATA_DIR_ENV = "CONNECT_PLUGIN_DATA_DIR"
+SHARED_FOLDER_MODE = 0o755
+"""pytest's own folders are private to the test's user; a gateway in a container runs as another."""
 ISOLATION_OPTION = "connect_plugin_isolation"
 Scope = Literal["session", "module", "function"]
 ISOLATION_SCOPES: dict[str, Scope] = {"run": "session", "module": "module", "test": "function"}
@@ -140,6 +149,19 @@ def connect_plugin_test_spark(
     before = SessionState.of(spark)
     yield spark
     before.restore(spark)
+
+
+@pytest.fixture
+def connect_plugin_data_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A fresh folder for files the gateway's Spark must read, at the same path as here."""
+    shared = os.environ.get(DATA_DIR_ENV)
+    if not shared:
+        return tmp_path
+    Path(shared).mkdir(parents=True, exist_ok=True)
+    prefix = "".join(c if c.isalnum() else "_" for c in request.node.name)[:40] + "-"
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=shared))
+    path.chmod(SHARED_FOLDER_MODE)
+    return path
 
 
 @contextmanager

@@ -129,3 +129,48 @@ def test_an_unknown_isolation_is_a_usage_error(gateway: Gateway, tmp_path: Path)
     assert done.returncode != 0
     assert "connect_plugin_isolation = 'class': choose one of run, module, test" in done.stderr + done.stdout
     assert seen == {}
+
+
+DATA_PATH_TESTS = '''
+import os
+import stat
+from pathlib import Path
+
+import connect_plugin
+
+
+def test_a_scan_of_what_the_test_wrote(connect_plugin_test_spark, connect_plugin_data_path, tmp_path):
+    (connect_plugin_data_path / "a.json").write_text('{"x": 1}\\n{"x": 2}\\n')
+    frame = connect_plugin.scan(connect_plugin_test_spark, str(connect_plugin_data_path), format="json")
+    assert sorted(r.x for r in frame.collect()) == [1, 2]
+    shared = os.environ.get("CONNECT_PLUGIN_DATA_DIR")
+    if shared:
+        assert connect_plugin_data_path.parent == Path(shared)
+        assert stat.S_IMODE(connect_plugin_data_path.stat().st_mode) == 0o755
+    else:
+        assert connect_plugin_data_path == tmp_path
+'''
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["CONNECT_PLUGIN_DATA_DIR", "tmp_path"])
+def test_the_data_path_is_readable_where_the_gateway_reads(
+    gateway: Gateway, tmp_path: Path, shared: bool
+) -> None:
+    """A container's user is not the test's: with CONNECT_PLUGIN_DATA_DIR the folder is
+    in the shared folder and open to others, since pytest's own folders are private."""
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    (project / "tests" / "test_data.py").write_text(DATA_PATH_TESTS)
+    env = {"SPARK_REMOTE": gateway.address}
+    if shared:
+        env["CONNECT_PLUGIN_DATA_DIR"] = str(tmp_path / "shared" / "data")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        capture_output=True, text=True, timeout=300, cwd=project, env=clean_env(env), check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
+    if shared:
+        (made,) = (tmp_path / "shared" / "data").iterdir()
+        assert made.name.startswith("test_a_scan_of_what_the_test_wrote-")
