@@ -1,0 +1,101 @@
+"""The code blocks of README.md and docs/ that need Spark, run as a reader runs them.
+
+A page's blocks run in order in one namespace, as a reader pastes them into
+one session: ``spark`` is a session through the test gateway, the reader's
+address and data paths are the test's (tests/docs_blocks.py). A block that
+makes its own session is left to stop it, or it is stopped after the block.
+Blocks that are pytest tests run as a project's tests, with the pytest
+plugin; the README's first command, ``./dev demo``, runs as written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql.connect.session import SparkSession
+
+from connect_plugin.server.gateway import Gateway
+from tests.docs_blocks import CHECKOUT, PAGES, README, Block, blocks, example_data, localized
+from tests.integration.installs.venvs import clean_env
+
+SPARK_BLOCKS = [b for b in blocks() if b.lang == "python" and b.uses_spark() and not b.is_pytest_module()]
+TEST_BLOCKS = [b for b in blocks() if b.lang == "python" and b.is_pytest_module()]
+DEMO_TIMEOUT_S = 600
+
+
+def _run_page(blocks_of_page: list[Block], spark: SparkSession, gateway: Gateway, root: Path) -> str:
+    """Run the blocks in order; what they printed."""
+    namespace: dict[str, object] = {"spark": spark}
+    printed = io.StringIO()
+    for block in blocks_of_page:
+        code = compile(localized(block, root, gateway.address), block.name, "exec")
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(code, namespace)
+        finally:
+            own = namespace.get("spark")
+            if isinstance(own, SparkSession) and own is not spark and not own.is_stopped:
+                own.stop()
+            namespace["spark"] = spark
+    return printed.getvalue()
+
+
+@pytest.mark.parametrize(
+    "page",
+    sorted({b.page for b in SPARK_BLOCKS}),
+    ids=lambda p: str(p.relative_to(CHECKOUT)),
+)
+def test_the_python_blocks_of_a_page_run_through_the_gateway(
+    page: Path, spark: SparkSession, gateway: Gateway, tmp_path: Path
+) -> None:
+    example_data(tmp_path)
+    printed = _run_page([b for b in SPARK_BLOCKS if b.page == page], spark, gateway, tmp_path)
+    if page == README:
+        lines = printed.splitlines()
+        assert "30" in lines, printed
+        assert "Row(id=1, ms=12.0, host=None, filename='events.json')" in printed, printed
+
+
+def test_the_test_examples_pass_with_the_pytest_plugin(gateway: Gateway, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    for number, block in enumerate(TEST_BLOCKS):
+        (project / "tests" / f"test_doc_{number}.py").write_text(block.text)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        capture_output=True, text=True, timeout=300, cwd=project,
+        env=clean_env({"SPARK_REMOTE": gateway.address}), check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert f"{len(TEST_BLOCKS)} passed" in done.stdout
+
+
+def test_the_readme_demo_command_runs(tmp_path: Path) -> None:
+    (command,) = [line for b in blocks([README]) for line in b.text.splitlines() if "demo" in line]
+    assert command.split("#")[0].split() == ["./dev", "demo"]
+    done = subprocess.run(
+        ["./dev", "demo"], capture_output=True, text=True, timeout=DEMO_TIMEOUT_S, cwd=CHECKOUT,
+        env=clean_env({
+            "CONNECT_PLUGIN_STATE_DIR": str(tmp_path / "state"),
+            "CONNECT_PLUGIN_WORKSPACE": str(tmp_path / "workspace"),
+        }),
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "[demo] CREATE TEMPORARY TABLE squares ...: 1000 rows written" in done.stdout
+    assert "[demo] stopped everything after" in done.stdout
+
+
+def test_every_page_with_python_is_run_here_or_in_the_unit_suite() -> None:
+    docs = CHECKOUT / "docs"
+    assert {b.page for b in SPARK_BLOCKS} == {
+        README, *(docs / f"{name}.md" for name in ("compatibility", "operations", "scans", "temp-tables"))
+    }
+    assert {b.page for b in TEST_BLOCKS} == {docs / "testing.md"}
+    assert {b.page for b in SPARK_BLOCKS} | {b.page for b in TEST_BLOCKS} <= set(PAGES)
