@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,12 @@ def test_the_python_blocks_of_a_page_run_through_the_gateway(
         lines = printed.splitlines()
         assert "30" in lines, printed
         assert "Row(id=1, ms=12.0, host=None, filename='events.json')" in printed, printed
+    if page.name == "scans.md":
+        schema = re.findall(r"^ \|-- (\w+): (\w+)", printed, re.M)
+        assert schema[:6] == [
+            ("id", "long"), ("level", "string"), ("ms", "double"), ("host", "string"),
+            ("dir0", "string"), ("dir1", "string"),
+        ], printed
 
 
 def test_the_test_examples_pass_with_the_pytest_plugin(gateway: Gateway, tmp_path: Path) -> None:
