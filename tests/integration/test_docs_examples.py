@@ -2,7 +2,8 @@
 
 A page's blocks run in order in one namespace, as a reader pastes them into
 one session: ``spark`` is a session through the test gateway, the reader's
-address and data paths are the test's (tests/docs_blocks.py). A block that
+address and data paths are the test's (tests/docs_blocks.py). A comment that
+says what an expression gives (``df.count()  # 4``) is checked. A block that
 makes its own session is left to stop it, or it is stopped after the block.
 Blocks that are pytest tests run as a project's tests, with the pytest
 plugin; the README's first command, ``./dev demo``, runs as written.
@@ -10,11 +11,13 @@ plugin; the README's first command, ``./dev demo``, runs as written.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -29,15 +32,48 @@ TEST_BLOCKS = [b for b in blocks() if b.lang == "python" and b.is_pytest_module(
 DEMO_TIMEOUT_S = 600
 
 
+def _claims(code: str) -> dict[int, str]:
+    """Line -> the value a comment on it says the line's expression gives (``# 4``,
+    ``# 1: why``, ``# declared, empty: Row(table='d', rows_written=0)``)."""
+    claims = {}
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        text = token.string.lstrip("#")
+        row = re.search(r"Row\(.*\)\s*$", text)
+        number = re.match(r"\s*(-?\d+)(?=:|\s*$)", text)
+        if row:
+            claims[token.start[0]] = row.group(0).strip()
+        elif number:
+            claims[token.start[0]] = number.group(1)
+    return claims
+
+
+def _run(block: Block, code: str, namespace: dict[str, object]) -> None:
+    """Statement by statement; an expression whose comment claims its value must give it."""
+    claims = _claims(code)
+    for statement in ast.parse(code, block.name).body:
+        claim = claims.get(statement.end_lineno or statement.lineno)
+        if isinstance(statement, ast.Expr) and claim is not None and not _is_print(statement):
+            value = eval(compile(ast.Expression(statement.value), block.name, "eval"), namespace)
+            assert repr(value) == claim, f"{block.name}, line {statement.lineno}: {value!r}, not {claim}"
+        else:
+            exec(compile(ast.Module([statement], []), block.name, "exec"), namespace)
+
+
+def _is_print(statement: ast.Expr) -> bool:
+    call = statement.value
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"
+
+
 def _run_page(blocks_of_page: list[Block], spark: SparkSession, gateway: Gateway, root: Path) -> str:
     """Run the blocks in order; what they printed."""
     namespace: dict[str, object] = {"spark": spark}
     printed = io.StringIO()
     for block in blocks_of_page:
-        code = compile(localized(block, root, gateway.address), block.name, "exec")
         try:
             with contextlib.redirect_stdout(printed):
-                exec(code, namespace)
+                _run(block, localized(block, root, gateway.address), namespace)
         finally:
             own = namespace.get("spark")
             if isinstance(own, SparkSession) and own is not spark and not own.is_stopped:
