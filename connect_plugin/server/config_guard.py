@@ -161,7 +161,7 @@ class ConfigGuard:
         if reason is not None:
             raise SettingProtected(
                 f"the session setting [{key}] cannot be changed through the gateway: it relies "
-                f"on it for {reason}; leave it as the gateway sets it (README, "
+                f"on it for {reason}; leave it as the gateway sets it (docs/security.md, "
                 '"Protected settings")'
             )
         root = next((r for r in self._roots if r in value), None)

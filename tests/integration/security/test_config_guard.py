@@ -50,7 +50,7 @@ def test_protected_settings_cannot_be_changed(spark: SparkSession, route: str) -
     with pytest.raises(PySparkException, match=r"CONNECT_PLUGIN\.SETTING_PROTECTED") as refused:
         ROUTES[route](spark)
     message = str(refused.value)
-    assert "RESET key" in message or "README" in message, message
+    assert "RESET key" in message or "docs/security.md" in message, message
     assert {key: spark.conf.get(key, None) for key in (COMMITTER, COMMIT)} == before
 
 

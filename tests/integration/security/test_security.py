@@ -1,7 +1,7 @@
 """Attacks on a gateway with TLS and tokens in front of a token-protected Spark Connect.
 
 Each test names the attack it tries; the table of attacks and outcomes is in
-the README's "Security" section.
+docs/security.md.
 """
 
 from __future__ import annotations

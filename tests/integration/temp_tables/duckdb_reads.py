@@ -4,7 +4,7 @@ DuckDB knows nothing of the gateway's options beyond what a user would pass
 any csv reader (quote, escape, null string, separator, header), and nothing
 of Spark's own readers, so values it reads as the source's are values on
 disk, not a Spark reader undoing a Spark writer's mistake. csv fields are
-read as text and parsed here from the formats the README promises (ISO
+read as text and parsed here from the formats docs/temp-tables.md promises (ISO
 timestamps with an offset, ANSI intervals, Java's shortest float forms).
 Partition columns live in folder names, which DuckDB parses its own way,
 and DuckDB 2 reads a parquet VARIANT as its own variant (a JSON null

@@ -254,7 +254,7 @@ def test_python_api_results_can_be_analysed_without_side_effects(spark: SparkSes
 
 
 def test_readme_python_example_runs(spark: SparkSession, workspace: Path) -> None:
-    readme = Path(__file__).resolve().parents[3] / "README.md"
+    readme = Path(__file__).resolve().parents[3] / "docs" / "temp-tables.md"
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
     example = next(block for block in blocks if "create_temp_table" in block)
     exec(compile(example, str(readme), "exec"), {"spark": spark})

@@ -50,7 +50,7 @@ def test_changes_of_protected_settings_are_refused(
 ) -> None:
     with pytest.raises(SettingProtected, match=named.replace("$", r"\$")) as refused:
         guard.check_sql(sql)
-    assert "README" in str(refused.value) or "RESET key" in str(refused.value) or (
+    assert "docs/security.md" in str(refused.value) or "RESET key" in str(refused.value) or (
         "folder of your own" in str(refused.value)
     )
 

@@ -48,8 +48,8 @@ from connect_plugin.server.table_formats import (
 )
 from connect_plugin.server.value_checks import checked, nested_predicate, rules
 
-README = Path(__file__).resolve().parents[3] / "README.md"
-README_TYPES: dict[str, DataType] = {
+TEMP_TABLES_DOC = Path(__file__).resolve().parents[3] / "docs" / "temp-tables.md"
+DOC_TYPES: dict[str, DataType] = {
     "boolean": BooleanType(), "tinyint": ByteType(), "smallint": ShortType(),
     "int": IntegerType(), "bigint": LongType(), "float": FloatType(), "double": DoubleType(),
     "decimal(38,18)": DecimalType(38, 18), "string": StringType(), "char": CharType(3),
@@ -174,7 +174,7 @@ def test_a_table_without_rules_is_written_as_it_came() -> None:
 
 
 def test_the_readme_table_says_what_each_format_holds() -> None:
-    section = README.read_text().split("### What each format holds exactly")[1].split("\n## ")[0]
+    section = TEMP_TABLES_DOC.read_text().split("## What each format holds exactly")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     assert len(rows) >= 15
     seen = set()
@@ -182,8 +182,8 @@ def test_the_readme_table_says_what_each_format_holds() -> None:
         cells = [c.strip() for c in row.strip("|").split("|")]
         said = [c.startswith("yes") for c in cells[1:]]
         for name in re.findall(r"`([^`]+)`", cells[0]):
-            data_type = README_TYPES[name]
+            data_type = DOC_TYPES[name]
             held = [why_not_held(f, data_type) is None for f in TEMP_TABLE_FORMATS]
-            assert said == held, f"README says {said} for {name}, the gateway {held}"
+            assert said == held, f"docs/temp-tables.md says {said} for {name}, the gateway {held}"
             seen.add(name)
-    assert seen == set(README_TYPES)
+    assert seen == set(DOC_TYPES)
