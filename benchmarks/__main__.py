@@ -1,7 +1,7 @@
 """Run every benchmark, or those named.
 
-    python -m benchmarks [gateway] [loader] [temp_tables] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster]
-    python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [pruning] [temp_tables]
+    python -m benchmarks [gateway] [loader] [temp_tables] [dml] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster]
+    python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [pruning] [temp_tables] [dml]
 
 ``--remote`` measures the scan and temp-table benchmarks through a running
 gateway instead of the embedded stack (see ``benchmarks.server``);
@@ -24,6 +24,7 @@ BENCHMARKS = {
     "gateway": "benchmarks.gateway_bench",
     "loader": "benchmarks.loader_bench",
     "temp_tables": "benchmarks.temp_table_bench",
+    "dml": "benchmarks.dml_bench",
     "scan": "benchmarks.scan_bench",
     "pruning": "benchmarks.pruning_bench",
     "json_layouts": "benchmarks.json_layout_bench",
@@ -31,7 +32,7 @@ BENCHMARKS = {
     "first_scan": "benchmarks.first_scan_bench",
     "cluster": "benchmarks.cluster_bench",
 }
-ON_ANY_SERVER = ("temp_tables", "scan", "pruning")
+ON_ANY_SERVER = ("temp_tables", "dml", "scan", "pruning")
 """The benchmarks that take a server (``--remote``) and return their figures."""
 ONLY_WHEN_NAMED = ("cluster",)
 
