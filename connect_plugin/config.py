@@ -59,7 +59,6 @@ class Config:
     state_dir: Path = dataclasses.field(default_factory=default_state_dir)
     """Where the embedded Spark Connect server runs: its warehouse (``warehouse/``), its log
     (``logs/spark-connect.log``) and anything else Spark writes to its working folder."""
-    temp_workspace_name: str = "tmp"
     temp_table_format: str = "parquet"
     conf_dir: Path | None = PACKAGE_CONF_DIR if PACKAGE_CONF_DIR.is_dir() else CHECKOUT_CONF_DIR
     spark_master: str = "local[*]"
@@ -170,10 +169,6 @@ class Config:
         ):
             if getattr(self, quota) < 0:
                 raise ConfigError(f"{quota} {getattr(self, quota)!r} must be 0 (no limit) or more")
-        if not self.temp_workspace_name.isidentifier():
-            raise ConfigError(
-                f"temp_workspace_name {self.temp_workspace_name!r} must be a plain identifier"
-            )
 
     @property
     def upstream_url(self) -> UpstreamUrl:
@@ -228,6 +223,9 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return values
 
 
+RETIRED_SETTING = "temp_workspace_name"
+
+
 def _from_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
@@ -236,6 +234,11 @@ def _from_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     section = data.get("gateway", {})
+    if RETIRED_SETTING in section:
+        raise ConfigError(
+            f"{path}: {RETIRED_SETTING} is retired: temp tables are qualified as Spark "
+            "qualifies temporary views, session.<name>; remove the setting"
+        )
     unknown = sorted(set(section) - set(_FIELDS))
     if unknown:
         raise ConfigError(f"{path}: unknown settings in [gateway]: {', '.join(unknown)}")

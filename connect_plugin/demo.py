@@ -27,7 +27,7 @@ def _temp_tables(spark: Any) -> None:
     _say(f"CREATE TEMPORARY TABLE squares ...: {created['rows_written']} rows written")
     sums = spark.sql("SELECT parity, sum(square) AS s FROM squares GROUP BY parity ORDER BY parity")
     _say(f"SELECT over the temp table: {[(r.parity, r.s) for r in sums.collect()]}")
-    connect_plugin.create_temp_table(spark.range(3), "tmp.small", format="json")
+    connect_plugin.create_temp_table(spark.range(3), "session.small", format="json")
     listed = spark.sql("SHOW TEMPORARY TABLES").collect()
     _say(f"SHOW TEMPORARY TABLES: {[(r['name'], r['format'], r['rows']) for r in listed]}")
     dropped = spark.sql("DROP TABLE squares").first()

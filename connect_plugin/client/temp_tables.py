@@ -122,7 +122,7 @@ def create_temp_table(
     position, as column definitions before ``AS`` do in SQL. The row is
     ``(table, rows_written)``, or ``(ok=False, summary)`` when
     ``if_not_exists`` finds the name taken. ``name`` may be qualified with
-    the temporary workspace (``tmp.name``).
+    Spark's qualifier of temporary views (``session.name``).
     """
     source = df if isinstance(df, DataFrame) else None
     if source is None and schema is None:

@@ -97,7 +97,7 @@ class TableCreator:
     async def create(
         self, context: SessionContext, request: CreateTempTable, progress: ProgressSink
     ) -> spark_proto.Relation:
-        name = check_table_name(request.name, self._config.temp_workspace_name)
+        name = check_table_name(request.name)
         upstream = self._upstream.session(context)
         key = name.lower()
         waiting = self._registry.open(context.user_id, context.session_id)
@@ -340,7 +340,7 @@ class TableCreator:
     def _exists_message(self, name: str) -> str:
         return (
             f"A table or view with given name [{name}] already exists in schema "
-            f"[{self._config.temp_workspace_name}]"
+            "[session]"
         )
 
     async def _format(self, upstream: UpstreamSession, given: str | None, name: str) -> str:

@@ -78,7 +78,7 @@ class DropViewHandler(Handler[DropView]):
         return Outcome(
             results.status(
                 False,
-                f"View [{request.name}] not found in schema [{self._config.temp_workspace_name}].",
+                f"View [{request.name}] not found in schema [session].",
             )
         )
 

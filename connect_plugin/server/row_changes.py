@@ -100,7 +100,6 @@ MERGE_COLUMNS = (
     ("num_deleted_rows", "BIGINT"),
     ("num_inserted_rows", "BIGINT"),
 )
-CARDINALITY_VIOLATION = "MERGE_CARDINALITY_VIOLATION"
 COUNTED = (UPDATE, DELETE, INSERT)
 """The order of the counts in the observation of a row change."""
 
@@ -184,24 +183,20 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
             relation = plan.relation(metric)
             try:
                 await upstream.schema(relation)
+                twice = [] if plan.cardinality is None else await upstream.rows(_sql(plan.cardinality))
             except UpstreamFailed as exc:
                 raise TempTableQueryFailed(
                     f"{request.describe()}: {plan.in_user_terms(exc.message)}"
                 ) from exc
+            if twice:
+                raise MergeCardinalityViolation(
+                    f"{request.describe()}: the ON condition matched a row of the table with "
+                    "several rows of the source, so that row would be changed more than once; "
+                    "nothing was changed. Make each table row match at most one source row"
+                )
             return Rewrite(relation, metric, plan.counting())
 
-        try:
-            _, written = await self._creator.rewrite(
-                call.context, request.name, rows_of, call.progress
-            )
-        except TempTableQueryFailed as exc:
-            if f"{CARDINALITY_VIOLATION}:" not in str(exc):
-                raise
-            raise MergeCardinalityViolation(
-                f"{request.describe()}: the ON condition matched a row of the table with "
-                "several rows of the source, so that row would be changed more than once; "
-                "nothing was changed. Make each table row match at most one source row"
-            ) from exc
+        _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
         counts = Counts(*written.observed[metric])
         if isinstance(request, MergeInto):
             row: results.Row = (counts.affected, counts.updated, counts.deleted, counts.inserted)
@@ -398,7 +393,9 @@ class Plan:
     clauses: tuple[MergeClause, ...]
     select: str
     values: tuple[dict[int, str | None], ...]
-    check_cardinality: bool
+    cardinality: str | None
+    """For a MERGE that must match each table row at most once: SQL that finds a row of
+    the table matched by several source rows (Spark's ``MERGE_CARDINALITY_VIOLATION``)."""
 
     @classmethod
     def of(cls, request: ChangeRows, table: TempTable) -> Plan:
@@ -410,11 +407,12 @@ class Plan:
             source_text = request.source
             if source_text.startswith("("):
                 source_text = f"{source_text} AS {quote_identifier(_SOURCE_QUERY)}"
-            rows = (
+            numbered = (
                 f"(SELECT *, monotonically_increasing_id() AS {TARGET_ROW} FROM "
-                f"{quote_identifier(table.name)}) AS {target} FULL OUTER JOIN (SELECT *, TRUE AS "
-                f"{SOURCE_ROW} FROM {source_text}) AS {source} ON ({request.on})"
+                f"{quote_identifier(table.name)}) AS {target}"
             )
+            sourced = f"(SELECT *, TRUE AS {SOURCE_ROW} FROM {source_text}) AS {source}"
+            rows = f"{numbered} FULL OUTER JOIN {sourced} ON ({request.on})"
             branches = {
                 MATCHED: f"{target}.{TARGET_ROW} IS NOT NULL AND {source}.{SOURCE_ROW} IS NOT NULL",
                 NOT_MATCHED_BY_SOURCE: f"{source}.{SOURCE_ROW} IS NULL",
@@ -425,12 +423,18 @@ class Plan:
             check = bool(matched) and not (
                 len(matched) == 1 and matched[0].action == DELETE and matched[0].condition is None
             )
+            cardinality = (
+                f"SELECT 1 FROM {numbered} JOIN {sourced} ON ({request.on}) GROUP BY "
+                f"{target}.{TARGET_ROW} HAVING count(1) > 1 LIMIT 1"
+                if check
+                else None
+            )
         else:
             source = ""
             clauses = (_only_clause(request),)
             rows = f"{quote_identifier(table.name)} AS {target}"
             branches = {EVERY_ROW: "TRUE"}
-            extra, check = [], False
+            extra, cardinality = [], None
         names = {_key(f.name): i for i, f in enumerate(schema.fields)}
         values = tuple(
             _clause_values(request, clause, schema, names, target, source) for clause in clauses
@@ -452,7 +456,7 @@ class Plan:
                 {i: None if e is None else _VALUE.format(k, i) for i, e in v.items()}
                 for k, v in enumerate(values)
             ),
-            check,
+            cardinality,
         )
 
     def _typed(self) -> spark_proto.Relation:
@@ -473,17 +477,12 @@ class Plan:
         matches = spark_proto.Relation()
         with deep_messages():
             matches.project.input.CopyFrom(relation)
-        if self.check_cardinality:
-            repeated = (
-                f"count({SOURCE_ROW}) OVER (PARTITION BY {TARGET_ROW}) > 1 THEN CAST(raise_error("
-                f"'{CARDINALITY_VIOLATION}: a row of the table matched several rows of the "
-                "source') AS INT)"
-            )
-        else:
-            repeated = (
-                f"{SOURCE_ROW} IS NOT NULL AND row_number() OVER (PARTITION BY {TARGET_ROW} "
-                f"ORDER BY {TARGET_ROW}) > 1 THEN {REPEATED}"
-            )
+        if self.cardinality is not None:
+            return relation
+        repeated = (
+            f"{SOURCE_ROW} IS NOT NULL AND row_number() OVER (PARTITION BY {TARGET_ROW} "
+            f"ORDER BY {TARGET_ROW}) > 1 THEN {REPEATED}"
+        )
         for field in fields:
             expression = quote_identifier(field.name)
             if field.name == CLAUSE:
@@ -557,6 +556,12 @@ class Plan:
         for expression in self._metrics():
             relation.aggregate.aggregate_expressions.add().expression_string.expression = expression
         return relation
+
+
+def _sql(query: str) -> spark_proto.Relation:
+    relation = spark_proto.Relation()
+    relation.sql.query = query
+    return relation
 
 
 def _only_clause(request: ChangeRows) -> MergeClause:

@@ -379,17 +379,30 @@ def recognise(sql: SqlText, rules: Sequence[Rule]) -> Request | None:
     return None
 
 
-def check_table_name(name: Name, temp_workspace: str) -> str:
+SESSION_QUALIFIERS = ("session", "system.session")
+"""How Spark qualifies a session's temporary views, and so its temp tables."""
+RETIRED_QUALIFIER = "tmp"
+"""Drill's qualifier of temp tables, which Spark resolves nowhere."""
+
+
+def retired(name: Name) -> TempTableError:
+    return TempTableError(
+        f"[{name}]: the {RETIRED_QUALIFIER}. qualifier of temporary tables is retired, since "
+        f"Spark reads it as a database; write session.{name.name}, as Spark qualifies "
+        f"temporary views (Spark 4.1 and later), or plainly {name.name}"
+    )
+
+
+def check_table_name(name: Name) -> str:
     """The bare name of a temp table to create, or a clear error for a bad one."""
-    if len(name.parts) > 2:
-        raise TempTableError(
-            f"[{name}] is not a valid temporary table name: use a plain name or "
-            f"{temp_workspace}.<name>"
-        )
-    if name.qualifier is not None and name.qualifier.lower() != temp_workspace.lower():
+    qualifier = None if name.qualifier is None else name.qualifier.lower()
+    if qualifier == RETIRED_QUALIFIER:
+        raise retired(name)
+    if qualifier is not None and qualifier not in SESSION_QUALIFIERS:
         raise TempTableError(
             "Temporary tables are not allowed to be created outside of default temporary "
-            f"workspace [{temp_workspace}]."
+            f"workspace [session]: [{name}] is not a valid temporary table name; use a plain "
+            "name or session.<name>"
         )
     bare = name.name
     if not bare.strip() or len(bare) > MAX_NAME_LENGTH or any(ord(ch) < 32 for ch in bare):

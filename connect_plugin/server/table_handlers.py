@@ -117,7 +117,7 @@ class DropTempTableHandler(Handler[DropTempTable]):
 
     @classmethod
     def from_message(cls, message: proto.DropTempTable) -> DropTempTable:
-        return DropTempTable(Name((message.name,)), message.if_exists)
+        return DropTempTable(Name(tuple(message.name.split("."))), message.if_exists)
 
     @classmethod
     def parse(cls, cursor: Cursor) -> DropTempTable | None:
@@ -191,7 +191,7 @@ class ReadTempTableHandler(Handler[ReadTempTable]):
 
     @classmethod
     def from_message(cls, message: proto.ReadTempTable) -> ReadTempTable:
-        return ReadTempTable(Name((message.name,)))
+        return ReadTempTable(Name(tuple(message.name.split("."))))
 
     async def analyze(self, call: Call, request: ReadTempTable) -> Outcome:
         return Outcome(self._tables.files(call.context, request.name))

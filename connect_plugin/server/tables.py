@@ -34,6 +34,7 @@ from connect_plugin.server.release import to_the_end
 from connect_plugin.server.requests import Name
 from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
+from connect_plugin.server.statements import RETIRED_QUALIFIER, SESSION_QUALIFIERS, retired
 from connect_plugin.server.upstream import (
     SessionContext,
     Upstream,
@@ -61,22 +62,22 @@ class Tables:
         self._upstream = upstream
 
     def lookup(self, context: SessionContext, name: Name) -> TempTable | None:
-        """The session's temp table ``name`` refers to, if it refers to one."""
-        if name.qualifier is not None and name.qualifier.lower() != self._workspace_name:
-            return None
-        if len(name.parts) > 2:
-            return None
+        """The session's temp table ``name`` refers to, if it refers to one (plainly, or as
+        ``session.name`` or ``system.session.name``); Drill's ``tmp.name`` of a temp table
+        is an error naming ``session.``."""
+        qualifier = None if name.qualifier is None else name.qualifier.lower()
         session = self._registry.find(context.user_id, context.session_id)
-        return None if session is None else session.tables.get(name.name.lower())
+        table = None if session is None else session.tables.get(name.name.lower())
+        if qualifier is None or qualifier in SESSION_QUALIFIERS:
+            return table
+        if qualifier == RETIRED_QUALIFIER and table is not None:
+            raise retired(name)
+        return None
 
     def being_created(self, context: SessionContext, name: Name) -> bool:
         """Whether a CTTAS of ``name`` is under way in the session (a DROP must wait for it)."""
         session = self._registry.find(context.user_id, context.session_id)
         return session is not None and session.creating[name.name.lower()] > 0
-
-    @property
-    def _workspace_name(self) -> str:
-        return self._config.temp_workspace_name.lower()
 
     async def drop(
         self, context: SessionContext, name: Name, *, if_exists: bool, strict: bool

@@ -22,7 +22,7 @@ def test_precedence_arguments_env_file_default(tmp_path: Path) -> None:
     assert config.port == 3333
     assert config.host == "127.0.0.2"
     assert config.log_level == "DEBUG"
-    assert config.temp_workspace_name == Config().temp_workspace_name
+    assert config.temp_table_format == Config().temp_table_format
 
 
 def test_env_values_are_typed(tmp_path: Path) -> None:
@@ -56,12 +56,17 @@ def test_bad_env_value_names_the_setting(tmp_path: Path) -> None:
         ({"port": 70000}, "outside 0..65535"),
         ({"upstream": "http://x:1"}, "must be a Spark Connect URL"),
         ({"local": True, "upstream": "sc://x:1"}, "either local"),
-        ({"temp_workspace_name": "a.b"}, "plain identifier"),
     ],
 )
 def test_invalid_settings_are_refused(arguments: dict[str, object], message: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=message):
         load_config({**arguments, "conf_dir": tmp_path}, {})
+
+
+def test_the_retired_temp_workspace_setting_is_refused_naming_session(tmp_path: Path) -> None:
+    conf_dir = _conf_dir(tmp_path, '[gateway]\ntemp_workspace_name = "tmp"\n')
+    with pytest.raises(ConfigError, match=r"temp_workspace_name is retired.*session\.<name>"):
+        load_config({"conf_dir": conf_dir}, {})
 
 
 def test_upstream_target_defaults_the_spark_port() -> None:

@@ -31,13 +31,13 @@ from tests.integration.support import (
     temp_table_names,
 )
 
-EXISTS = "A table or view with given name [{}] already exists in schema [tmp]"
+EXISTS = "A table or view with given name [{}] already exists in schema [session]"
 
 
 def test_syntax(spark: SparkSession) -> None:
     """Drill: TestCTTAS.testSyntax (plus TEMP, OR REPLACE, comments and odd spacing)."""
     spark.sql("CREATE TEMPORARY TABLE temporary_keyword AS SELECT 1 AS x")
-    spark.sql("CREATE TEMPORARY TABLE tmp.temporary_keyword_with_wk AS SELECT 2 AS x")
+    spark.sql("CREATE TEMPORARY TABLE session.temporary_keyword_with_wk AS SELECT 2 AS x")
     spark.sql("create temp table /* inline */ lower_temp\n  as -- trailing\n SELECT 3 AS x")
     spark.sql("CREATE OR REPLACE TEMP TABLE lower_temp AS SELECT 4 AS x")
     assert spark.sql("SELECT x FROM temporary_keyword").collect()[0].x == 1
@@ -83,8 +83,8 @@ def test_temporary_tables_case_insensitivity(spark: SparkSession) -> None:
 
 
 def test_resolve_temporary_table_with_partial_schema(spark: SparkSession) -> None:
-    """Drill: TestCTTAS.testResolveTemporaryTableWithPartialSchema (tmp.X created, X read)."""
-    spark.sql("CREATE TEMPORARY TABLE tmp.partial_schema AS SELECT 'A' AS c1")
+    """Drill: TestCTTAS.testResolveTemporaryTableWithPartialSchema (session.X created, X read)."""
+    spark.sql("CREATE TEMPORARY TABLE session.partial_schema AS SELECT 'A' AS c1")
     assert spark.sql("SELECT * FROM partial_schema").collect()[0].c1 == "A"
 
 
@@ -121,7 +121,7 @@ def test_creation_outside_of_default_temporary_workspace(
     [
         ("exists_plain", "exists_plain", "exists_plain"),
         ("exists_case_insensitive", "EXISTS_CASE_INSENSITIVE", "EXISTS_CASE_INSENSITIVE"),
-        ("tmp.exists_with_schema", "tmp.exists_with_schema", "exists_with_schema"),
+        ("session.exists_with_schema", "session.exists_with_schema", "exists_with_schema"),
     ],
     ids=["WithoutSchema", "CaseInsensitive", "WithSchema"],
 )
@@ -230,14 +230,14 @@ def test_create_if_not_exists_when_table_with_same_name_already_exists(
     spark: SparkSession, workspace: Path
 ) -> None:
     """Drill: TestCTTAS.testCreateTemporaryTableIfNotExistsWhenTableWithSameNameAlreadyExists."""
-    spark.sql("CREATE TEMPORARY TABLE tmp.if_not_exists AS SELECT 'first' AS c1")
+    spark.sql("CREATE TEMPORARY TABLE session.if_not_exists AS SELECT 'first' AS c1")
     result = spark.sql(
         "CREATE TEMPORARY TABLE IF NOT EXISTS if_not_exists AS SELECT 'second' AS c1"
     ).collect()
     assert [tuple(r) for r in result] == [(False, EXISTS.format("if_not_exists"))]
     assert spark.sql("SELECT c1 FROM if_not_exists").collect()[0].c1 == "first"
     assert len(table_folders(workspace, spark)) == 1
-    assert spark.sql("DROP TABLE IF EXISTS tmp.if_not_exists").collect()[0].ok is True
+    assert spark.sql("DROP TABLE IF EXISTS session.if_not_exists").collect()[0].ok is True
 
 
 def test_create_if_not_exists_when_view_with_same_name_already_exists(
@@ -258,14 +258,14 @@ def test_create_if_not_exists_when_table_with_same_name_does_not_exist(
     spark: SparkSession,
 ) -> None:
     """Drill: TestCTTAS.testCreateTemporaryTableIfNotExistsWhenTableWithSameNameDoesNotExist."""
-    result = spark.sql("CREATE TEMPORARY TABLE IF NOT EXISTS tmp.fresh AS SELECT 1 AS x").collect()
+    result = spark.sql("CREATE TEMPORARY TABLE IF NOT EXISTS session.fresh AS SELECT 1 AS x").collect()
     assert [tuple(r) for r in result] == [("fresh", 1)]
     assert temp_table_names(spark) == ["fresh"]
-    assert spark.sql("DROP TABLE IF EXISTS tmp.fresh").collect()[0].ok is True
+    assert spark.sql("DROP TABLE IF EXISTS session.fresh").collect()[0].ok is True
     assert temp_table_names(spark) == []
 
 
-@pytest.mark.parametrize("qualifier", ["", "tmp."], ids=["WithoutSchema", "WithSchema"])
+@pytest.mark.parametrize("qualifier", ["", "session."], ids=["WithoutSchema", "WithSchema"])
 def test_manual_drop(spark: SparkSession, workspace: Path, qualifier: str) -> None:
     """Drill: TestCTTAS.testManualDropWithoutSchema and testManualDropWithSchema."""
     spark.sql(f"CREATE TEMPORARY TABLE {qualifier}manual_drop AS SELECT 'A' AS c1")
@@ -281,8 +281,8 @@ def test_manual_drop(spark: SparkSession, workspace: Path, qualifier: str) -> No
 def test_drop_temporary_table_as_view_without_exception(spark: SparkSession) -> None:
     """Drill: TestCTTAS.testDropTemporaryTableAsViewWithoutException."""
     spark.sql("CREATE TEMPORARY TABLE not_a_view AS SELECT 'A' AS c1")
-    result = spark.sql("DROP VIEW IF EXISTS tmp.not_a_view").collect()
-    assert [tuple(r) for r in result] == [(False, "View [tmp.not_a_view] not found in schema [tmp].")]
+    result = spark.sql("DROP VIEW IF EXISTS session.not_a_view").collect()
+    assert [tuple(r) for r in result] == [(False, "View [session.not_a_view] not found in schema [session].")]
     assert spark.sql("SELECT c1 FROM not_a_view").collect()[0].c1 == "A"
 
 
@@ -322,7 +322,7 @@ def test_automatic_drop_when_client_is_closed(
     """Drill: TemporaryTablesAutomaticDropTest.testAutomaticDropWhenClientIsClosed."""
     caplog.set_level(logging.INFO, logger="connect_plugin")
     session = new_session(gateway.address)
-    session.sql("CREATE TEMPORARY TABLE tmp.automatic_drop AS SELECT 'A' AS c1")
+    session.sql("CREATE TEMPORARY TABLE session.automatic_drop AS SELECT 'A' AS c1")
     folder = session_folder(workspace, session)
     assert len(table_folders(workspace, session)) == 1
     assert assert_private(folder) >= 1

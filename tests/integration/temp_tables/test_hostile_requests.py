@@ -93,7 +93,7 @@ def test_a_session_with_a_non_canonical_id_can_make_no_temp_table(
         ("DROP TABLE victim; DROP TABLE bystander", "; DROP TABLE bystander"),
         ("DROP TABLE victim xyz", "xyz"),
         ("DROP TABLE victim, bystander", ", bystander"),
-        ("DROP TABLE IF EXISTS tmp.victim PURGE nonsense", "nonsense"),
+        ("DROP TABLE IF EXISTS session.victim PURGE nonsense", "nonsense"),
     ],
     ids=["second-statement", "trailing-word", "list", "after-purge"],
 )

@@ -227,9 +227,9 @@ def test_python_api_create_read_list_drop(spark: SparkSession, workspace: Path) 
     listed = connect_plugin.temp_tables(spark).collect()
     assert [(r["name"], r["format"], r["rows"]) for r in listed] == [("api_t", "json", 100)]
     again = connect_plugin.create_temp_table(df, "api_t", if_not_exists=True)
-    assert tuple(again) == (False, "A table or view with given name [api_t] already exists in schema [tmp]")
+    assert tuple(again) == (False, "A table or view with given name [api_t] already exists in schema [session]")
     replaced = connect_plugin.create_temp_table(
-        spark.range(3), "tmp.api_t", replace=True, column_names=["n"]
+        spark.range(3), "session.api_t", replace=True, column_names=["n"]
     )
     assert tuple(replaced) == ("api_t", 3)
     assert connect_plugin.temp_table(spark, "api_t").columns == ["n"]
