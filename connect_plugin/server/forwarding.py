@@ -5,7 +5,9 @@ decoded, and requests are decoded only for the RPCs whose messages can hold a
 plan (found from the service descriptor, so RPCs added upstream are covered
 without code changes). Metadata, deadlines, cancellation and error statuses
 with their trailers go through intact, so the client rebuilds the same
-exception Spark raised.
+exception Spark raised. One exception to the bytes: results that carry Python
+accumulator metrics for the Scala client, which cannot read them
+(``observed_metrics``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError, PlanError
+from connect_plugin.server.observed_metrics import (
+    RESULT_METHODS,
+    reads_no_python_accumulators,
+    without_python_accumulators,
+)
 from connect_plugin.server.plans import decode as decode_request
 from connect_plugin.server.status import abort_with, relay
 
@@ -395,6 +402,7 @@ class Forwarder:
         self, name: str, upstream: Callable[..., Any], decode: type[Message] | None
     ) -> Callable[[Any, Any], AsyncIterator[bytes]]:
         """Forwarder for RPCs with a response stream, relayed message by message."""
+        results = name in RESULT_METHODS
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             metrics = self._metrics
@@ -432,6 +440,7 @@ class Forwarder:
             handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
+            scrub = results and message is not None and reads_no_python_accumulators(message)
             if handling is not None:
                 if handling.prepare is not None:
                     try:
@@ -460,6 +469,8 @@ class Forwarder:
                 held = handling is not None and handling.finish is not None
                 last = None
                 while response is not eof:
+                    if scrub:
+                        response = without_python_accumulators(response)
                     if held:
                         if last is not None:
                             yield last
