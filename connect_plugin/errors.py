@@ -85,6 +85,19 @@ class TempTableError(ConnectPluginError):
     """A temporary table statement cannot be carried out as written."""
 
 
+class StatementSyntaxError(TempTableError):
+    """A statement the gateway recognises is not written as its grammar says.
+
+    ``near`` is what stands where the grammar failed, as Spark's parser names
+    it (a token in quotes, or ``end of input``); ``problem`` what was expected.
+    """
+
+    def __init__(self, message: str, *, near: str = "", problem: str = "") -> None:
+        super().__init__(message)
+        self.near = near
+        self.problem = problem
+
+
 class TempTableExists(TempTableError):
     """The name is already taken by a temporary table or view of this session."""
 
@@ -121,6 +134,7 @@ class ScanError(ConnectPluginError):
     """
 
     error_class: ClassVar[str] = "CONNECT_PLUGIN.SCAN"
+    sql_state: ClassVar[str] = "22023"
 
 
 class LoaderStateError(ScanError):
@@ -171,36 +185,42 @@ class ScanPathNotFound(ScanError):
     """A path or glob of a scan matches no file or directory."""
 
     error_class = "CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND"
+    sql_state = "42K03"
 
 
 class UnreadableFile(ScanError):
     """A file of a scan cannot be opened, decompressed or decoded as its format."""
 
     error_class = "CONNECT_PLUGIN.SCAN_UNREADABLE_FILE"
+    sql_state = "KD001"
 
 
 class SchemaConflict(ScanError):
     """Files give a column types that no widening rule reconciles and no schema settles."""
 
     error_class = "CONNECT_PLUGIN.SCAN_SCHEMA_CONFLICT"
+    sql_state = "42KD9"
 
 
 class SchemaEvolutionError(ScanError):
     """A file has columns the fixed schema lacks and ``evolution`` is ``fail_on_new_columns``."""
 
     error_class = "CONNECT_PLUGIN.SCAN_NEW_COLUMNS"
+    sql_state = "KD003"
 
 
 class MissingColumn(ScanError):
     """A projected column that no file has, under ``missing_columns='error'``."""
 
     error_class = "CONNECT_PLUGIN.SCAN_MISSING_COLUMN"
+    sql_state = "42703"
 
 
 class BadRecord(ScanError):
     """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""
 
     error_class = "CONNECT_PLUGIN.SCAN_BAD_RECORD"
+    sql_state = "22000"
 
 
 class SettingProtected(ConnectPluginError):
@@ -255,13 +275,18 @@ def marked_message(exc: ScanError) -> str:
 
 def scan_error_classes() -> frozenset[str]:
     """The error class of every scan error there is."""
-    found = set()
+    return frozenset(scan_sql_states())
+
+
+def scan_sql_states() -> dict[str, str]:
+    """The SQL state of each scan error class."""
+    found: dict[str, str] = {}
     pending: list[type[ScanError]] = [ScanError]
     while pending:
         cls = pending.pop()
-        found.add(cls.error_class)
+        found[cls.error_class] = cls.sql_state
         pending.extend(cls.__subclasses__())
-    return frozenset(found)
+    return found
 
 
 def find_marked(text: str) -> Marked | None:

@@ -5,7 +5,9 @@ decoded, and requests are decoded only for the RPCs whose messages can hold a
 plan (found from the service descriptor, so RPCs added upstream are covered
 without code changes). Metadata, deadlines, cancellation and error statuses
 with their trailers go through intact, so the client rebuilds the same
-exception Spark raised.
+exception Spark raised. One exception to the bytes: results that carry Python
+accumulator metrics for the Scala client, which cannot read them
+(``observed_metrics``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError, PlanError
+from connect_plugin.server.observed_metrics import (
+    RESULT_METHODS,
+    reads_no_python_accumulators,
+    without_python_accumulators,
+)
 from connect_plugin.server.plans import decode as decode_request
 from connect_plugin.server.status import abort_with, relay
 
@@ -96,9 +103,10 @@ RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
 """Called with (method name, decoded request, context) before a request is
 forwarded; raises a ``ConnectPluginError`` to refuse it."""
 
-Admission = Callable[[Message], None]
+Admission = Callable[[Message], bool]
 """Called with every decoded request before anything else sees it; raises a
-``ConnectPluginError`` to refuse it."""
+``ConnectPluginError`` to refuse it, returns False for a request Spark refuses by
+itself, which then goes to Spark untouched by hooks and observer."""
 
 Authentication = Callable[[Sequence[tuple[str, "str | bytes"]]], str]
 """Called with a call's metadata before its request is read; returns the caller's user id
@@ -220,32 +228,35 @@ class Forwarder:
 
     async def _begin(
         self, name: str, decode: type[Message] | None, request: Any, context: Any
-    ) -> tuple[Message | None, Any, str | None]:
-        """The decoded request (None if not decoded), the session the observer tracks and the
-        authenticated user (None: no authentication).
+    ) -> tuple[Message | None, Any, str | None, bool]:
+        """The decoded request (None if not decoded), the session the observer tracks, the
+        authenticated user (None: no authentication) and whether the hooks may see it.
 
         The request's user becomes the authenticated user, if any. A call
         without a valid token, or the admission refuses, ends here.
         """
         user = await self._identify(name, context)
         if decode is None:
-            return None, None, user
+            return None, None, user, False
         message = decode_request(decode, request)
         if message is None:
             if user is not None:
                 await abort_with(PlanError(UNDECODABLE), context)
-            return None, None, user  # the upstream says what is wrong with it (or that it is too deep)
+            # the upstream says what is wrong with it (or that it is too deep)
+            return None, None, user, False
         if user is not None:
             _assign_user(message, user)
         if self._admit is not None:
             try:
-                self._admit(message)
+                admitted = self._admit(message)
             except ConnectPluginError as exc:
                 log.info("refused a request: %s", exc)
                 self._refused(name, exc, message)
                 await abort_with(exc, context)
+            if not admitted:
+                return message, None, user, False
         key = None if self._observer is None else self._observer.begin(message)
-        return message, key, user
+        return message, key, user, True
 
     def _refused(self, name: str, reason: BaseException, message: Message | None) -> None:
         if self._refusal is not None:
@@ -271,8 +282,10 @@ class Forwarder:
                 return
             self._observer.responded(key, str(decoded.server_side_session_id))
 
-    async def _inspect(self, name: str, message: Message | None, context: Any) -> Interception | None:
-        if message is None or name not in self._hooks:
+    async def _inspect(
+        self, name: str, message: Message | None, hooked: bool, context: Any
+    ) -> Interception | None:
+        if message is None or not hooked or name not in self._hooks:
             return None
         try:
             return await self._hooks[name](name, message, context)
@@ -330,11 +343,11 @@ class Forwarder:
 
         async def forward_any(request: Any, context: Any) -> bytes:
             self.calls[name] += 1
-            message, key, user = await self._begin(name, decode, request, context)
+            message, key, user, hooked = await self._begin(name, decode, request, context)
             if chunk_type is not None and user is not None:
                 chunks = _ReassignedChunks(request, chunk_type, user)
                 try:
-                    return await forward_call(chunks, None, key, context)
+                    return await forward_call(chunks, None, False, key, context)
                 except asyncio.CancelledError:
                     if chunks.undecodable:
                         await abort_with(PlanError(UNDECODABLE), context)
@@ -344,14 +357,14 @@ class Forwarder:
                         await abort_with(PlanError(UNDECODABLE), context)
                     raise
             try:
-                return await forward_call(request, message, key, context)
+                return await forward_call(request, message, hooked, key, context)
             finally:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, key: Any, context: Any
+            request: Any, message: Message | None, hooked: bool, key: Any, context: Any
         ) -> bytes:
-            handling = await self._inspect(name, message, context)
+            handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
             if handling is not None:
@@ -389,6 +402,7 @@ class Forwarder:
         self, name: str, upstream: Callable[..., Any], decode: type[Message] | None
     ) -> Callable[[Any, Any], AsyncIterator[bytes]]:
         """Forwarder for RPCs with a response stream, relayed message by message."""
+        results = name in RESULT_METHODS
 
         async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
             metrics = self._metrics
@@ -413,19 +427,20 @@ class Forwarder:
 
         async def forward_any(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            message, key, _user = await self._begin(name, decode, request, context)
+            message, key, _user, hooked = await self._begin(name, decode, request, context)
             try:
-                async for response in forward_call(request, message, key, context):
+                async for response in forward_call(request, message, hooked, key, context):
                     yield response
             finally:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, key: Any, context: Any
+            request: Any, message: Message | None, hooked: bool, key: Any, context: Any
         ) -> AsyncIterator[bytes]:
-            handling = await self._inspect(name, message, context)
+            handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
+            scrub = results and message is not None and reads_no_python_accumulators(message)
             if handling is not None:
                 if handling.prepare is not None:
                     try:
@@ -454,6 +469,8 @@ class Forwarder:
                 held = handling is not None and handling.finish is not None
                 last = None
                 while response is not eof:
+                    if scrub:
+                        response = without_python_accumulators(response)
                     if held:
                         if last is not None:
                             yield last

@@ -25,7 +25,10 @@ UUID would share a folder that Spark and the registry keep apart. Every
 request must therefore name its session (and a clone its new session) with a
 canonical UUID, lower-case 8-4-4-4-12 hex as every Spark Connect client
 writes it; ``admit_request`` refuses anything else with INVALID_ARGUMENT
-naming the id, before any other part of the gateway sees the request.
+naming the id, before any other part of the gateway sees the request. An id
+that is no UUID at all Spark refuses itself: such a request goes to Spark
+untouched, for Spark's own error (``INVALID_HANDLE.FORMAT``,
+``INVALID_CLONE_SESSION_REQUEST.TARGET_SESSION_ID_FORMAT``).
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ from connect_plugin.server.session_store import (
 log = logging.getLogger(__name__)
 
 _CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_JAVA_HEX = re.compile(r"\+?[0-9A-Fa-f]+")
+MAX_UUID_CHARS = 36
+UUID_DASHES = 4
 
 SessionKey = tuple[str, str]
 """(user id, session id), as Spark keys sessions."""
@@ -72,16 +78,40 @@ def check_session_id(session_id: str, what: str = "session id") -> str:
     return session_id
 
 
-def admit_request(request: Message) -> None:
+def spark_refuses(session_id: str) -> bool:
+    """Whether Spark refuses ``session_id`` itself, whatever the request.
+
+    Spark reads an id with Java's ``UUID.fromString``, which wants at most 36
+    characters, exactly four dashes and a hexadecimal number (an optional
+    ``+`` first) between them. Only ids that certainly fail it count: a part
+    that is not ASCII is left to the gateway's own check, as Java reads some
+    other digits as hexadecimal too.
+    """
+    if len(session_id) > MAX_UUID_CHARS or session_id.count("-") != UUID_DASHES:
+        return True
+    parts = session_id.split("-")
+    return all(part.isascii() for part in parts) and not all(
+        _JAVA_HEX.fullmatch(part) for part in parts
+    )
+
+
+def admit_request(request: Message) -> bool:
     """Refuse a request whose session (or clone target) id is not canonical.
 
-    Only CloneSession names a second session; its message exists from Spark 4.1
+    False: an id Spark refuses by itself (``spark_refuses``); the request
+    goes to Spark untouched, so the client gets Spark's own error, as it
+    would without the gateway, and nothing of the gateway acts on it. Only
+    CloneSession names a second session; its message exists from Spark 4.1
     on, so the field is looked up by name rather than by the message's class.
     """
-    check_session_id(getattr(request, "session_id", ""))
+    session_id = getattr(request, "session_id", "")
     new_session_id = getattr(request, "new_session_id", "")
+    if spark_refuses(session_id) or (new_session_id and spark_refuses(new_session_id)):
+        return False
+    check_session_id(session_id)
     if new_session_id:
         check_session_id(new_session_id, "new session id")
+    return True
 
 
 class Lifecycle(enum.Enum):

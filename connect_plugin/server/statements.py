@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pyspark.sql.connect import proto as spark_proto
 from sqlglot import Dialect, Token, TokenError, TokenType
 
-from connect_plugin.errors import TempTableError
+from connect_plugin.errors import StatementSyntaxError, TempTableError
 from connect_plugin.server.requests import Name, Request
 
 _SPARK = Dialect.get_or_raise("spark")
@@ -135,15 +135,18 @@ class Cursor:
     def done(self) -> bool:
         return self._token(self.at) is None
 
-    def error(self, problem: str) -> TempTableError:
+    def error(self, problem: str) -> StatementSyntaxError:
+        """A syntax error at the cursor, naming what stands there as Spark's parser would."""
         token = self._token(self.at)
         if token is None:
+            near = "end of input"
             where = "at the end of the statement"
             if len(self.text) > MAX_TOKENIZED_CHARS:
                 where = f"within its first {MAX_TOKENIZED_CHARS} characters"
         else:
+            near = f"'{token.text}'"
             where = f"at [{token.text}] (line {token.line}, column {token.col})"
-        return TempTableError(f"{problem} {where}")
+        return StatementSyntaxError(f"{problem} {where}", near=near, problem=problem)
 
     def identifier(self, what: str) -> str:
         token = self._token(self.at)
@@ -320,7 +323,9 @@ def _name_of(text: str, what: str) -> Name:
     except TokenError:
         parts = []
     if not parts:
-        raise TempTableError(f"expected {what} in IDENTIFIER('{text}')")
+        raise StatementSyntaxError(
+            f"expected {what} in IDENTIFIER('{text}')", near=f"'{text}'", problem=f"expected {what}"
+        )
     return Name(tuple(parts))
 
 

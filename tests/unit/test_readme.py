@@ -178,3 +178,26 @@ def test_shell_blocks_parse_and_name_commands_and_options_that_exist(block: Bloc
             for word in words[2:]:
                 if word.startswith("--"):
                     assert word.split("=")[0] in options, f"{block.name}: {words[1]} has no {word}"
+
+
+def _error_table() -> dict[str, tuple[str, str, str]]:
+    """The docs' table of error classes: class -> (exception, SQL state, gRPC code)."""
+    text = (CHECKOUT / "docs" / "compatibility.md").read_text()
+    start = text.index("| error class | exception (JVM class) |")
+    rows: dict[str, tuple[str, str, str]] = {}
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip().strip("`") for cell in line.strip("|").split("|")]
+        rows[cells[0]] = (cells[1], cells[2], cells[3])
+    return rows
+
+
+def test_the_docs_list_every_error_class_the_gateway_emits() -> None:
+    from connect_plugin.server.status import emitted
+
+    in_code = {
+        e.error_class: (e.exception.rsplit(".", 1)[-1], e.sql_state, e.code.name)
+        for e in emitted()
+    }
+    assert _error_table() == in_code

@@ -165,9 +165,9 @@ def test_a_bad_record_in_a_temporary_tables_query(spark: SparkSession, tmp_path:
     path = tmp_path / "bad.json"
     path.write_text('{"a": 1}\n{"a": \n')
     scanned = connect_plugin.scan(spark, str(path), format="json")
-    with pytest.raises(SparkConnectGrpcException) as caught:
+    with pytest.raises(SparkRuntimeException) as caught:
         connect_plugin.create_temp_table(scanned, "from_bad_records")
-    assert caught.value.getCondition() == "CONNECT_PLUGIN.TEMP_TABLE_QUERY_FAILED"
+    assert caught.value.getCondition() == "CONNECT_PLUGIN.SCAN_BAD_RECORD"
     assert f"failed: [CONNECT_PLUGIN.SCAN_BAD_RECORD] file {path}, line 2: " in first_line(
         caught.value
     )

@@ -13,8 +13,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from pyspark.errors import AnalysisException, PySparkException
-from pyspark.errors.exceptions.connect import SparkException
+from pyspark.errors import (
+    AnalysisException,
+    ArithmeticException,
+    ParseException,
+    PySparkException,
+)
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.dataframe import DataFrame
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -110,9 +114,9 @@ def test_as_values(spark: SparkSession, columns: str) -> None:
 @pytest.mark.parametrize(
     ("statement", "error", "message"),
     [
-        ("CREATE TEMP TABLE bad (a INT) AS SELECT 'x' AS s", SparkException,
+        ("CREATE TEMP TABLE bad (a INT) AS SELECT 'x' AS s", AnalysisException,
          r"Temporary table \[bad\] was not created: .*INVALID_COLUMN_OR_FIELD_DATA_TYPE.*`a`"),
-        ("CREATE TEMP TABLE bad (a INT) AS SELECT 5000000000 AS big", SparkException,
+        ("CREATE TEMP TABLE bad (a INT) AS SELECT 5000000000 AS big", ArithmeticException,
          r"Temporary table \[bad\] was not created: .*CAST_OVERFLOW"),
         ("CREATE TEMP TABLE bad (a INT, b INT) AS SELECT 1 AS x", AnalysisException,
          r"temporary table \[bad\]: 2 columns are declared \(a, b\) but the query returns 1 \(x\)"),
@@ -120,10 +124,10 @@ def test_as_values(spark: SparkSession, columns: str) -> None:
          r"1 columns are declared \(a\) but the query returns 2"),
         ("CREATE TEMP TABLE bad (m MAP<STRING, INT>) USING csv", AnalysisException,
          r"column \[m\] of type map<string,int> cannot be held exactly by csv.*parquet"),
-        ("CREATE TEMP TABLE bad (a NOSUCHTYPE)", SparkException,
+        ("CREATE TEMP TABLE bad (a NOSUCHTYPE)", ParseException,
          r"Temporary table \[bad\] was not created: its column definitions \(a NOSUCHTYPE\) "
          r"are not valid"),
-        ("CREATE TEMP TABLE bad (a INT DEFAULT 5)", SparkException,
+        ("CREATE TEMP TABLE bad (a INT DEFAULT 5)", ParseException,
          r"its column definitions \(a INT DEFAULT 5\) are not valid: \s*"
          r"\[PARSE_SYNTAX_ERROR\] Syntax error at or near 'DEFAULT'"),
         ("CREATE TEMP TABLE bad (v VARCHAR(3), s STRUCT<c: CHAR(2)>)", AnalysisException,
@@ -135,7 +139,7 @@ def test_as_values(spark: SparkSession, columns: str) -> None:
          r"partition column \[z\] is not in the select list \(a, k\)"),
         ("CREATE TEMP TABLE keeper (a INT)", AnalysisException,
          r"\[keeper\] already exists.*CREATE OR REPLACE"),
-        ("CREATE TEMP TABLE bad (a INT) USING csv xyz", AnalysisException,
+        ("CREATE TEMP TABLE bad (a INT) USING csv xyz", ParseException,
          r"expected USING, PARTITIONED BY, OPTIONS or AS at \[xyz\]"),
     ],
     ids=["string-into-int", "overflow", "too-few", "too-many", "map-in-csv", "unknown-type",

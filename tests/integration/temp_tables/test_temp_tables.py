@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.errors import AnalysisException
-from pyspark.errors.exceptions.connect import SparkConnectGrpcException, SparkException
+from pyspark.errors.exceptions.connect import SparkConnectGrpcException, SparkRuntimeException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.dataframe import DataFrame
 
@@ -104,10 +104,10 @@ def test_show_temporary_tables_reports_rows_bytes_and_creation(spark: SparkSessi
          r"\[ \] is not a valid temporary table name"),
         ("CREATE TEMP TABLE a.b.c AS SELECT 1 AS x", AnalysisException,
          r"\[a.b.c\] is not a valid temporary table name"),
-        ("CREATE TEMP TABLE bad_query AS SELECT nope FROM range(3)", SparkException,
+        ("CREATE TEMP TABLE bad_query AS SELECT nope FROM range(3)", AnalysisException,
          r"Temporary table \[bad_query\] was not created: .*UNRESOLVED_COLUMN"),
         ("CREATE TEMP TABLE mid_job AS SELECT IF(id = 70000, raise_error('boom at 70000'), id) "
-         "AS id FROM range(100000)", SparkException,
+         "AS id FROM range(100000)", SparkRuntimeException,
          r"Temporary table \[mid_job\] was not created: .*boom at 70000"),
     ],
     ids=["column-count", "partition", "format", "text", "blank-name", "three-parts", "analysis",

@@ -107,7 +107,7 @@ def recognised(text: str) -> Request | None:
     first_keyword(text)
     request = recognise(SqlText(text, relation_of), RULES)
     if isinstance(request, CreateTempTable):
-        check_table_name(request.name, "temp")
+        check_table_name(request.name)
     return request
 
 

@@ -121,12 +121,13 @@ def test_error_status_details_reach_the_client_intact(
 
 @pytest.mark.parametrize(
     "session_id",
-    [SESSION_1.upper(), "{" + SESSION_1 + "}", SESSION_1.replace("-", ""), "s-1", ""],
-    ids=["upper-case", "braces", "no-dashes", "not-a-uuid", "empty"],
+    [SESSION_1.upper(), SESSION_1.upper().replace("A", "a", 1), "1-2-3-4-5"],
+    ids=["upper-case", "mixed-case", "short-parts"],
 )
 def test_a_session_id_spelled_other_than_canonically_is_refused_before_forwarding(
     peer: tuple[_Peer, int], stub: base_pb2_grpc.SparkConnectServiceStub, session_id: str
 ) -> None:
+    """Spark reads these as UUIDs, so two spellings would be two sessions to Spark."""
     recorder = peer[0]
     recorder.seen.clear()
     with pytest.raises(grpc.RpcError) as raised:
@@ -134,8 +135,24 @@ def test_a_session_id_spelled_other_than_canonically_is_refused_before_forwardin
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert f"[{session_id}]" in (raised.value.details() or "")
     assert recorder.seen == {}, "a refused request never reaches the upstream"
-    clone = base_pb2.CloneSessionRequest(session_id=SESSION_1, new_session_id=session_id or "x")
+    clone = base_pb2.CloneSessionRequest(session_id=SESSION_1, new_session_id=session_id)
     with pytest.raises(grpc.RpcError) as raised:
         stub.CloneSession(clone, timeout=10)
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "new session id" in (raised.value.details() or "")
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    ["{" + SESSION_1 + "}", SESSION_1.replace("-", ""), "s-1", ""],
+    ids=["braces", "no-dashes", "not-a-uuid", "empty"],
+)
+def test_a_session_id_that_is_no_uuid_at_all_goes_to_the_upstream_untouched(
+    peer: tuple[_Peer, int], stub: base_pb2_grpc.SparkConnectServiceStub, session_id: str
+) -> None:
+    """Spark refuses these itself, with its own error class: the client gets Spark's answer."""
+    recorder = peer[0]
+    recorder.seen.clear()
+    request = base_pb2.ConfigRequest(session_id=session_id)
+    assert stub.Config(request, timeout=10).session_id == "from-peer"
+    assert recorder.seen["request"] == request.SerializeToString()

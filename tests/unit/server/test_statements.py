@@ -272,10 +272,13 @@ def test_a_cttas_head_longer_than_the_bound_is_an_error_naming_the_bound() -> No
 
 
 def test_table_name_rules() -> None:
-    assert check_table_name(Name(("TMP", "x")), "tmp") == "x"
-    with pytest.raises(TempTableError, match=r"outside of default temporary workspace \[tmp\]"):
-        check_table_name(Name(("other", "x")), "tmp")
+    assert check_table_name(Name(("SESSION", "x"))) == "x"
+    assert check_table_name(Name(("system", "Session", "x"))) == "x"
+    with pytest.raises(TempTableError, match=r"outside of default temporary workspace \[session\]"):
+        check_table_name(Name(("other", "x")))
+    with pytest.raises(TempTableError, match=r"tmp\. qualifier of temporary tables is retired"):
+        check_table_name(Name(("tmp", "x")))
     with pytest.raises(TempTableError, match="not a valid temporary table name"):
-        check_table_name(Name(("a\tb",)), "tmp")
+        check_table_name(Name(("a\tb",)))
     with pytest.raises(TempTableError, match="not a valid temporary table name"):
-        check_table_name(Name(("x" * 129,)), "tmp")
+        check_table_name(Name(("x" * 129,)))

@@ -125,7 +125,7 @@ def test_a_planning_error_leads_with_the_scans_class_and_stays_an_analysis_excep
     assert json.loads(info.metadata["classes"]) == ANALYSIS
     _, sent_info = info_of(sent)
     assert info.metadata["errorId"] == sent_info.metadata["errorId"]
-    assert info.metadata["sqlState"] == "38000"
+    assert info.metadata["sqlState"] == errors.ScanPathNotFound.sql_state == "42K03"
     raised = client_exception(given)
     assert type(raised).__name__ == "AnalysisException"
     assert isinstance(raised, AnalysisException)
@@ -230,7 +230,7 @@ def test_fetched_details_agree_with_the_status() -> None:
     assert root.error_type_hierarchy[0] == "org.apache.spark.SparkRuntimeException"
     assert root.spark_throwable.error_class == "CONNECT_PLUGIN.SCAN_BAD_RECORD"
     assert dict(root.spark_throwable.message_parameters) == {"message": BAD}
-    assert root.spark_throwable.sql_state == "38000"
+    assert root.spark_throwable.sql_state == errors.BadRecord.sql_state
     assert cause == sent.errors[1]
     given = scan_error_status(spark_status(PYTHON, READING))
     rpc, info = info_of(given)
