@@ -39,7 +39,7 @@ from connect_plugin.server.sessions import Lifecycle, Session, SessionRegistry
 from connect_plugin.server.upstream import Upstream, UpstreamSession
 from connect_plugin.server.views import create_view, drop_view
 from connect_plugin.server.workspace import Workspace
-from connect_plugin.server.writes import stop_write
+from connect_plugin.server.writes import remove_for_good, stop_write
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,11 @@ class Recovery:
         elif ready is None:
             await self._ask(drop_view(upstream, table.name))
         try:
-            self._workspace.remove(table.location)
+            if row.state is TableState.CREATING:
+                # The stopped write's straggling tasks may still bring files back.
+                await remove_for_good(lambda: self._workspace.remove(table.location), self._timeout)
+            else:
+                self._workspace.remove(table.location)
         except WorkspaceError:
             log.exception("temporary table [%s]: its folder stays for the next start", table.name)
             return

@@ -120,6 +120,18 @@ class GatewayProcess:
             db.execute(query, args)
 
 
+BIG_ROWS = 4_000_000
+"""Rows of a table whose write lasts long enough to kill the gateway in its middle."""
+WRITE_START_TIMEOUT_S = 120.0
+CLIENT_RECOVERY_TIMEOUT_S = 240.0
+
+
+def writing(gateway: GatewayProcess) -> bool:
+    """Whether Spark is writing the files of a table the registry has as ``creating``."""
+    creating = gateway.rows("SELECT location FROM temp_tables WHERE state = 'creating'")
+    return bool(creating) and any(Path(str(creating[0][0])).glob("_temporary/*"))
+
+
 def read_line(process: subprocess.Popen[str], timeout: float) -> str:
     assert process.stdout is not None
     selector = selectors.DefaultSelector()

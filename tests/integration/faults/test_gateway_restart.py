@@ -10,16 +10,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from tests.integration.faults.gateway_process import GatewayProcess, wait_until
+from tests.integration.faults.gateway_process import (
+    BIG_ROWS,
+    CLIENT_RECOVERY_TIMEOUT_S,
+    WRITE_START_TIMEOUT_S,
+    GatewayProcess,
+    wait_until,
+    writing,
+)
 from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
-
-BIG_ROWS = 4_000_000
-WRITE_START_TIMEOUT_S = 120.0
-CLIENT_RECOVERY_TIMEOUT_S = 240.0
 
 
 def test_kill_between_statements_keeps_every_live_table(
@@ -85,11 +87,7 @@ def test_kill_during_cttas_leaves_the_table_absent_or_complete(
     worker.start()
     session_folder = gateway.workspace / spark.client._session_id
 
-    def writing() -> bool:
-        creating = gateway.rows("SELECT location FROM temp_tables WHERE state = 'creating'")
-        return bool(creating) and any(Path(str(creating[0][0])).glob("_temporary/*"))
-
-    wait_until(writing, WRITE_START_TIMEOUT_S, "Spark to start writing the big table")
+    wait_until(lambda: writing(gateway), WRITE_START_TIMEOUT_S, "Spark to start writing the big table")
     time.sleep(0.2)
     gateway.kill()
     assert worker.is_alive(), "the CTTAS ended before the kill; make BIG_ROWS larger"

@@ -147,3 +147,22 @@ def test_zero_means_no_limit(upstream: Upstream, tmp_path: Path) -> None:
             assert sorted(temp_table_names(spark)) == ["big", "t0", "t1", "t2"]
         finally:
             spark.stop()
+
+
+def test_a_change_that_would_pass_the_bytes_quota_is_refused_and_undone(
+    open_session: Open, small_gateway: Gateway
+) -> None:
+    spark = open_session()
+    spark.sql("CREATE TEMPORARY TABLE grows AS SELECT id, CAST(id AS STRING) AS h FROM range(20000)")
+    folders = table_folders(small_gateway.config.workspace, spark)
+    before = spark.table("grows").orderBy("id").collect()
+    message = _refused(
+        lambda: spark.sql("UPDATE grows SET h = sha2(h, 256)").collect(),
+        "quota_bytes_per_session",
+        "was not changed",
+    )
+    assert "[grows]" in message
+    assert spark.table("grows").orderBy("id").collect() == before
+    assert table_folders(small_gateway.config.workspace, spark) == folders
+    (answer,) = spark.sql("DELETE FROM grows WHERE id >= 10").collect()
+    assert answer.num_affected_rows == 19990

@@ -110,7 +110,7 @@ def test_creation_outside_of_default_temporary_workspace(
         spark.sql("CREATE TEMPORARY TABLE tmp2.outside AS SELECT 1 AS x")
     assert (
         "Temporary tables are not allowed to be created outside of default temporary "
-        "workspace [tmp]." in str(raised.value)
+        "workspace [session]" in str(raised.value)
     )
     assert table_folders(workspace, spark) == []
     assert temp_table_names(spark) == []
