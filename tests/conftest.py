@@ -50,7 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="N",
         help="Seconds of random statement sequences (INSERT, UPDATE, DELETE, MERGE, TRUNCATE) "
-        "compared with DuckDB (default 30)",
+        "compared with DuckDB (default 20)",
     )
 
 

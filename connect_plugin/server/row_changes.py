@@ -19,7 +19,11 @@ evaluated only in its branch and after the earlier clauses' conditions
 failed, and its values only for the rows it applies to, as in Spark's MERGE.
 The values are cast to the table's column types by Spark's store-assignment
 rules (``DataFrame.to``), and the rows a clause changed are counted by an
-observation on the same job.
+observation on the same job. A MERGE that must match each table row at
+most once is checked by one grouped join of the table and the source
+before anything is written (a window over the whole merge would double its
+cost); one that may match a row twice (no WHEN MATCHED clause, or only an
+unconditional DELETE) keeps or deletes such a row once.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import pytest
 from pyspark.errors import AnalysisException, PythonException, SparkRuntimeException
 from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 from pyspark.sql import SparkSession
+from pyspark.sql.functions import udf
 
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
@@ -247,9 +248,8 @@ def failing_udf_error(session: SparkSession) -> PythonException:
     def mimic(value):  # type: ignore[no-untyped-def]
         raise ValueError("[CONNECT_PLUGIN.SCAN_BAD_RECORD] a user's text that looks like ours")
 
-    session.udf.register("mimic", mimic, "long")
     with pytest.raises(PythonException) as caught:
-        session.range(1).selectExpr("mimic(id)").collect()
+        session.range(1).select(udf(mimic, "long", useArrow=False)("id")).collect()
     return caught.value
 
 

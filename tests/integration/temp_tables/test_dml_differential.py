@@ -7,7 +7,7 @@ answers (rows changed) and the tables, row for row, must agree, and SHOW
 TEMPORARY TABLES must count the rows. A statement that must fail (a row
 that raises, a MERGE matching a row twice) must fail through the gateway
 and leave the table exactly as it was, with one folder. The run is bounded
-by ``--dml-seconds`` (30 by default); what it ever found is kept in
+by ``--dml-seconds`` (20 by default); what it ever found is kept in
 ``FINDS`` and runs every time.
 """
 
@@ -31,7 +31,7 @@ from tests.integration.temp_tables.dml_sequences import (
     sequences,
 )
 
-DEFAULT_SECONDS = 30.0
+DEFAULT_SECONDS = 20.0
 EXAMPLES = 3
 """Sequences per hypothesis run; runs repeat until the test's seconds are spent."""
 

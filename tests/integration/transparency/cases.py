@@ -185,8 +185,10 @@ def _artifact(spark: SparkSession) -> Any:
         path.write_text("def twice(x):\n    return 2 * x\n")
         spark.addArtifacts(str(path), pyfile=True)
 
-    spark.udf.register("twice", lambda x: __import__(module).twice(x), "long")
-    return [row[0] for row in spark.range(1, 4).selectExpr("twice(id)").collect()]
+    # useArrow given: pyspark would otherwise read a setting of whatever session is the
+    # process's active one, and fail when that one was stopped.
+    twice = F.udf(lambda x: __import__(module).twice(x), "long", useArrow=False)
+    return [row[0] for row in spark.range(1, 4).select(twice("id")).collect()]
 
 
 def _parse_error(spark: SparkSession) -> Any:
