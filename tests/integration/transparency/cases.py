@@ -25,6 +25,7 @@ from grpc_status import rpc_status
 from pyspark.errors import PySparkException
 from pyspark.sql import Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 from tests.integration.support import SENDER_MAX_STREAM_SIZE, new_session
 
@@ -185,10 +186,16 @@ def _artifact(spark: SparkSession) -> Any:
         path.write_text("def twice(x):\n    return 2 * x\n")
         spark.addArtifacts(str(path), pyfile=True)
 
-    # useArrow given: pyspark would otherwise read a setting of whatever session is the
-    # process's active one, and fail when that one was stopped.
-    twice = F.udf(lambda x: __import__(module).twice(x), "long", useArrow=False)
-    return [row[0] for row in spark.range(1, 4).select(twice("id")).collect()]
+    # pyspark makes a Python UDF with the process's active session, and the case's session
+    # is a fresh one (builder.create() never makes it active): it is made active meanwhile.
+    active = ConnectSession._active_session
+    previous = getattr(active, "session", None)
+    active.session = spark
+    try:
+        twice = F.udf(lambda x: __import__(module).twice(x), "long")
+        return [row[0] for row in spark.range(1, 4).select(twice("id")).collect()]
+    finally:
+        active.session = previous
 
 
 def _parse_error(spark: SparkSession) -> Any:
