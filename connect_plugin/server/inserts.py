@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.types import (
@@ -76,21 +76,7 @@ async def checked_input(
     if not columns and len(given.fields) != len(target.fields):
         return query
     sources = _sources(table, target, columns or target.names, len(given.fields))
-    with deep_messages():
-        renamed = spark_proto.Relation()
-        renamed.to_df.input.CopyFrom(query)
-        renamed.to_df.column_names.extend(_GIVEN.format(i) for i in range(len(given.fields)))
-        ordered = spark_proto.Relation()
-        ordered.project.input.CopyFrom(renamed)
-    for at, field in enumerate(target.fields):
-        source = sources[at]
-        value = (
-            quote_identifier(_GIVEN.format(source))
-            if source is not None
-            else f"CAST(NULL AS {sql_type(field.dataType)})"
-        )
-        expression = ordered.project.expressions.add()
-        expression.expression_string.expression = f"{value} AS {quote_identifier(_STORED.format(at))}"
+    ordered = _in_table_order(query, len(given.fields), target, sources, _STORED.format)
     positions = {f.name: i for i, f in enumerate(target.fields)}
 
     def value_of(rule: Rule) -> str:
@@ -138,26 +124,41 @@ async def table_rows(
             f"{len(target.fields)} ({', '.join(target.names)})"
         )
     sources = _sources(table, target, columns or target.names, len(given.fields))
-    with deep_messages():
-        renamed = spark_proto.Relation()
-        renamed.to_df.input.CopyFrom(query)
-        renamed.to_df.column_names.extend(_GIVEN.format(i) for i in range(len(given.fields)))
-        ordered = spark_proto.Relation()
-        ordered.project.input.CopyFrom(renamed)
-    for field, source in zip(target.fields, sources, strict=True):
-        value = (
-            quote_identifier(_GIVEN.format(source))
-            if source is not None
-            else f"CAST(NULL AS {sql_type(field.dataType)})"
-        )
-        expression = ordered.project.expressions.add()
-        expression.expression_string.expression = f"{value} AS {quote_identifier(field.name)}"
+    ordered = _in_table_order(
+        query, len(given.fields), target, sources, lambda at: target.fields[at].name
+    )
     cast = spark_proto.Relation()
     with deep_messages():
         cast.to_schema.input.CopyFrom(ordered)
     nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in target])
     cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable))
     return cast
+
+
+def _in_table_order(
+    query: spark_proto.Relation,
+    width: int,
+    target: StructType,
+    sources: Sequence[int | None],
+    alias: Callable[[int], str],
+) -> spark_proto.Relation:
+    """``query``'s columns in the table's order (``sources``: the query column of each table
+    column, None for NULL of its type), the table's column ``at`` named ``alias(at)``."""
+    with deep_messages():
+        renamed = spark_proto.Relation()
+        renamed.to_df.input.CopyFrom(query)
+        renamed.to_df.column_names.extend(_GIVEN.format(i) for i in range(width))
+        ordered = spark_proto.Relation()
+        ordered.project.input.CopyFrom(renamed)
+    for at, (field, source) in enumerate(zip(target.fields, sources, strict=True)):
+        value = (
+            quote_identifier(_GIVEN.format(source))
+            if source is not None
+            else f"CAST(NULL AS {sql_type(field.dataType)})"
+        )
+        expression = ordered.project.expressions.add()
+        expression.expression_string.expression = f"{value} AS {quote_identifier(alias(at))}"
+    return ordered
 
 
 def _sources(
