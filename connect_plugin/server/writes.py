@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 WRITE_POLL_S = 0.1
 QUIET_POLLS = 3
 """Polls a failed write's folder must stay gone for before it counts as removed."""
+LATE_WATCH_S = 30.0
+"""How long a removed write's folder is removed again should a late task bring it back."""
+LATE_POLL_S = 0.1
+_late_watchers: set[asyncio.Task[None]] = set()
 _ROWS_METRIC = "rows"
 
 ProgressSink = Callable[[spark_proto.ExecutePlanResponse], None]
@@ -169,11 +173,12 @@ async def stop_write(
 async def remove_for_good(remove: Callable[[], bool], timeout_s: float) -> None:
     """Remove a failed write's folder, again while Spark's tasks straggle into it.
 
-    When a task fails the job, Spark kills the job's other tasks without
-    waiting for them: one that was still opening its file can create it, and
-    the folders above it, after the operation ended and the folder was
-    deleted. ``remove`` (True when it deleted something) runs until the folder
-    stays gone for a few polls.
+    When a write is stopped, Spark ends the operation without waiting for its
+    tasks: one still opening its file (slowed down, say, by a code generation
+    the interrupt broke) can create the file and the folders above it after
+    the operation ended and the folder was deleted. ``remove`` (True when it
+    deleted something) runs until the folder stays gone for a few polls, and
+    then, in the background, whenever it comes back within ``LATE_WATCH_S``.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -186,6 +191,21 @@ async def remove_for_good(remove: Callable[[], bool], timeout_s: float) -> None:
             quiet = 0
         else:
             quiet += 1
+    watcher = asyncio.ensure_future(_keep_removed(remove, loop.time() + LATE_WATCH_S))
+    _late_watchers.add(watcher)
+    watcher.add_done_callback(_late_watchers.discard)
+
+
+async def _keep_removed(remove: Callable[[], bool], until: float) -> None:
+    loop = asyncio.get_running_loop()
+    while loop.time() < until:
+        await asyncio.sleep(LATE_POLL_S)
+        try:
+            if remove():
+                log.info("removed files a stopped write's late task brought back")
+        except ConnectPluginError:
+            log.exception("removing files a stopped write's late task brought back failed")
+            return
 
 
 async def stop_writes(session: Session, upstream: UpstreamSession, timeout_s: float) -> None:

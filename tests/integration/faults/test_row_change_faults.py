@@ -1,14 +1,70 @@
-"""Row changes of temp tables in clones: a clone's table is its own copy, and a change on
-either side never shows on the other."""
+"""Row changes of temp tables under faults: a gateway killed mid-UPDATE, and clones.
+
+A killed gateway comes back with the table's old version or its new one,
+never a mix and no stray folder; a clone's table is its own copy, and a
+change on either side never shows on the other.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from tests.integration.faults.gateway_process import GatewayProcess
-from tests.integration.faults.workspace_check import assert_consistent
+from tests.integration.faults.gateway_process import (
+    BIG_ROWS,
+    CLIENT_RECOVERY_TIMEOUT_S,
+    WRITE_START_TIMEOUT_S,
+    GatewayProcess,
+    wait_until,
+    writing,
+)
+from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
+
+
+def test_kill_during_an_update_leaves_the_old_table_or_the_new_one(
+    gateway_process: GatewayProcess, open_session: Callable[[], SparkSession]
+) -> None:
+    gateway = gateway_process
+    spark = open_session()
+    spark.sql(
+        "CREATE TEMPORARY TABLE big AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
+        f"FROM range({BIG_ROWS})"
+    )
+    outcome: dict[str, object] = {}
+
+    def update() -> None:
+        try:
+            outcome["rows"] = spark.sql("UPDATE big SET h = upper(h)").collect()
+        except Exception as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=update, daemon=True)
+    worker.start()
+
+    wait_until(lambda: writing(gateway), WRITE_START_TIMEOUT_S, "Spark to start writing")
+    time.sleep(0.2)
+    gateway.kill()
+    assert worker.is_alive(), "the UPDATE ended before the kill; make BIG_ROWS larger"
+    assert sorted(gateway.rows("SELECT state FROM temp_tables WHERE name = 'big'")) == [
+        ("creating",),
+        ("ready",),
+    ]
+    gateway.start()
+    worker.join(CLIENT_RECOVERY_TIMEOUT_S)
+    assert not worker.is_alive(), "the client did not come back from the gateway's restart"
+    upper = spark.sql("SELECT count_if(h = upper(h)) AS n FROM big").first()
+    assert upper is not None
+    if "rows" in outcome:
+        assert [tuple(r) for r in outcome["rows"]] == [(BIG_ROWS,)]  # type: ignore[attr-defined]
+        assert upper.n == BIG_ROWS
+    else:
+        assert upper.n == 0
+    assert_consistent(gateway, {spark: {"big": BIG_ROWS}})
+    spark.stop()
+    assert workspace_folders(gateway.workspace) == set()
 
 
 def test_a_clone_changes_its_own_copy(
