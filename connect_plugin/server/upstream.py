@@ -180,13 +180,6 @@ class UpstreamSession:
         response = await self.analyze(request)
         return bool(response.same_semantics.result)
 
-    async def unpersist(self, relation: spark_proto.Relation) -> None:
-        """Drop Spark's cached data of ``relation`` (of any session: the cache is shared)."""
-        request = spark_proto.AnalyzePlanRequest()
-        request.unpersist.relation.CopyFrom(relation)
-        request.unpersist.blocking = False
-        await self.analyze(request)
-
     async def set_config(self, pairs: Mapping[str, str]) -> None:
         request = spark_proto.ConfigRequest()
         for key, value in pairs.items():

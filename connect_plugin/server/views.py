@@ -19,17 +19,20 @@ from connect_plugin.errors import (
     UpstreamFailed,
 )
 from connect_plugin.server.session_store import TempTable
-from connect_plugin.server.upstream import UpstreamSession
+from connect_plugin.server.upstream import UpstreamSession, quote_identifier
 
 log = logging.getLogger(__name__)
 
 
 async def uncache(upstream: UpstreamSession, tables: Iterable[TempTable]) -> None:
-    """Drop what Spark cached of the tables' files (``CACHE TABLE``): Spark Connect keeps a
-    session's cache after the session ends (SPARK-50569), and the files are going."""
+    """Drop what Spark cached of the tables (``CACHE TABLE``) while their views still exist:
+    Spark Connect keeps a session's cache after the session ends (SPARK-50569), and
+    only the view's own name finds the cached plan (a read of the same files does not)."""
     for table in tables:
+        relation = spark_proto.Relation()
+        relation.catalog.uncache_table.table_name = quote_identifier(table.name)
         try:
-            await upstream.unpersist(files_relation(table))
+            await upstream.run(spark_proto.Plan(root=relation))
         except ConnectPluginError as exc:
             log.info("Temporary table [%s]: cannot drop its cached data: %s", table.name, exc)
 
