@@ -1,4 +1,5 @@
-"""Many sessions at once, racing statements in one session, release during a CTTAS.
+"""Many sessions at once, racing statements in one session, release and a vanishing client
+while a CTTAS or an UPDATE writes.
 
 Every client is a stock pyspark SparkSession of its own (or threads sharing
 one), talking to a gateway process in front of the test session's Spark
@@ -22,7 +23,12 @@ import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
-from tests.integration.faults.gateway_process import GatewayProcess, wait_until
+from tests.integration.faults.gateway_process import (
+    BIG_ROWS,
+    WRITE_START_TIMEOUT_S,
+    GatewayProcess,
+    wait_until,
+)
 from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
 from tests.integration.support import temp_table_names
 
@@ -31,8 +37,6 @@ CYCLES = int(os.environ.get("CONNECT_PLUGIN_TEST_CYCLES", "10"))
 """32 sessions x 10 cycles, as issue 6 asks; ``CONNECT_PLUGIN_TEST_CYCLES`` for quicker runs."""
 RACERS = 3
 RACE_ROUNDS = 15
-BIG_ROWS = 4_000_000
-WRITE_START_TIMEOUT_S = 120.0
 CLEANUP_TIMEOUT_S = 60.0
 SETTLE_S = 5.0
 """How long a folder must stay gone once cleaned up: longer than Spark takes to kill a task."""
@@ -48,6 +52,8 @@ BIG_CTTAS = (
     "CREATE TEMPORARY TABLE big AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
     f"FROM range({BIG_ROWS})"
 )
+BIG_WRITES = {"cttas": BIG_CTTAS, "update": "UPDATE big SET h = upper(h)"}
+"""Statements that write a big table's files: a new table, and a rewrite of one."""
 
 
 def _writing(gateway: GatewayProcess, session_id: str) -> bool:
@@ -148,33 +154,36 @@ def test_create_and_drop_of_one_name_racing_in_one_session(
     assert_consistent(gateway, {spark: {"after": 1}})
 
 
-def test_release_while_a_cttas_runs_leaves_nothing(
-    gateway_process: GatewayProcess, open_session: Callable[[], SparkSession]
+@pytest.mark.parametrize("statement", ["cttas", "update"])
+def test_release_while_a_table_is_written_leaves_nothing(
+    gateway_process: GatewayProcess, open_session: Callable[[], SparkSession], statement: str
 ) -> None:
     gateway = gateway_process
     spark, other = open_session(), open_session()
     other.sql("CREATE TEMPORARY TABLE big AS SELECT id FROM range(3)")
     spark.sql("CREATE TEMPORARY TABLE small AS SELECT id FROM range(10)")
+    if statement == "update":
+        spark.sql(BIG_CTTAS)
     session_id = spark.client._session_id
     outcome: dict[str, object] = {}
 
-    def create_big() -> None:
+    def write_big() -> None:
         try:
-            outcome["rows"] = spark.sql(BIG_CTTAS).collect()
+            outcome["rows"] = spark.sql(BIG_WRITES[statement]).collect()
         except Exception as exc:
             outcome["error"] = exc
 
-    worker = threading.Thread(target=create_big, daemon=True)
+    worker = threading.Thread(target=write_big, daemon=True)
     worker.start()
     wait_until(lambda: _writing(gateway, session_id), WRITE_START_TIMEOUT_S, "the big write")
     began = time.monotonic()
     spark.stop()
     worker.join(CLEANUP_TIMEOUT_S)
     assert not worker.is_alive()
-    assert "error" in outcome, "the CTTAS ended before the release; make BIG_ROWS larger"
+    assert "error" in outcome, "the write ended before the release; make BIG_ROWS larger"
     folder = gateway.workspace / session_id
     wait_until(lambda: not folder.exists(), CLEANUP_TIMEOUT_S, "the session folder to go")
-    print(f"release during CTTAS: cleaned up in {time.monotonic() - began:.2f} s")
+    print(f"release during {statement}: cleaned up in {time.monotonic() - began:.2f} s")
     _stays_gone(folder, SETTLE_S)
     assert gateway.rows("SELECT * FROM temp_tables WHERE session_id = ?", session_id) == []
     assert gateway.rows("SELECT * FROM sessions WHERE session_id = ?", session_id) == []
@@ -189,17 +198,22 @@ spark.sql(sys.argv[2]).collect()
 """
 
 
-def test_client_vanishing_mid_cttas_stops_the_write(
-    gateway_process: GatewayProcess, open_session: Callable[[], SparkSession]
+@pytest.mark.parametrize("statement", ["cttas", "update"])
+def test_client_vanishing_mid_write_stops_the_write(
+    gateway_process: GatewayProcess, open_session: Callable[[], SparkSession], statement: str
 ) -> None:
     gateway = gateway_process
     spark = open_session()
     spark.sql("CREATE TEMPORARY TABLE small AS SELECT id FROM range(10)")
+    kept = {"small": 10}
+    if statement == "update":
+        spark.sql(BIG_CTTAS)
+        kept["big"] = BIG_ROWS
     session_id = spark.client._session_id
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
     client = subprocess.Popen(
         [sys.executable, "-c", _VANISHING_CLIENT, f"{gateway.address}/;session_id={session_id}",
-         BIG_CTTAS],
+         BIG_WRITES[statement]],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -215,18 +229,21 @@ def test_client_vanishing_mid_cttas_stops_the_write(
             client.wait()
     began = time.monotonic()
     table_folder = Path(str(location[0]))
-    wait_until(lambda: not table_folder.exists(), CLEANUP_TIMEOUT_S, "the big folder to go")
+    wait_until(lambda: not table_folder.exists(), CLEANUP_TIMEOUT_S, "the written folder to go")
     wait_until(
-        lambda: gateway.rows("SELECT * FROM temp_tables WHERE name = 'big'") == [],
+        lambda: gateway.rows("SELECT * FROM temp_tables WHERE state = 'creating'") == [],
         CLEANUP_TIMEOUT_S,
-        "the big row to go",
+        "the creating row to go",
     )
-    print(f"client gone during CTTAS: cleaned up in {time.monotonic() - began:.2f} s")
+    print(f"client gone during {statement}: cleaned up in {time.monotonic() - began:.2f} s")
     _stays_gone(table_folder, SETTLE_S)
-    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
-        spark.table("big").schema  # noqa: B018
-    assert_consistent(gateway, {spark: {"small": 10}})
-    spark.sql("CREATE TEMPORARY TABLE big AS SELECT id FROM range(4)")
+    if statement == "cttas":
+        with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+            spark.table("big").schema  # noqa: B018
+    else:
+        unchanged = spark.sql("SELECT count_if(h = upper(h)) AS n FROM big").first()
+        assert unchanged is not None
+        assert unchanged.n == 0, "the UPDATE left some rows changed"
+    assert_consistent(gateway, {spark: kept})
+    spark.sql("CREATE OR REPLACE TEMPORARY TABLE big AS SELECT id FROM range(4)")
     assert_consistent(gateway, {spark: {"small": 10, "big": 4}})
-
-

@@ -1,4 +1,5 @@
-"""The workspace fails under the gateway: not writable, full, folders removed.
+"""The workspace fails under the gateway: not writable, full (under a CTTAS or an UPDATE),
+folders removed.
 
 Each fault is real: an immutable folder (``chattr +i``, since root ignores
 modes; mode 0500 otherwise), a size-limited tmpfs as the workspace (needs
@@ -138,6 +139,34 @@ def test_full_disk_fails_the_cttas_cleanly(small_disk_gateway: GatewayProcess) -
         else:
             assert_consistent(gateway, {spark: {"kept": 10, "after": 7}})
         assert spark.sql("SELECT sum(id) AS s FROM kept").first().s == 45  # type: ignore[union-attr]
+    finally:
+        spark.stop()
+    assert workspace_folders(gateway.workspace) == set()
+    assert gateway.rows("SELECT * FROM temp_tables") == []
+
+
+def test_full_disk_fails_an_update_and_keeps_the_table(small_disk_gateway: GatewayProcess) -> None:
+    gateway = small_disk_gateway
+    spark = new_session(gateway.address)
+    folder = gateway.workspace / spark.client._session_id
+    try:
+        spark.sql(
+            "CREATE TEMPORARY TABLE t AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
+            "FROM range(10000)"
+        )
+        before = workspace_folders(gateway.workspace)
+        message = error_of(
+            spark,
+            "UPDATE t SET h = concat_ws('', transform(sequence(1, 40), "
+            "i -> sha2(concat(h, CAST(i AS STRING)), 256))) WHERE id % 2 = 0",
+        )
+        assert_names(message, "[t] was not changed", str(folder))
+        assert "No space left on device" in message, message
+        unchanged = spark.sql("SELECT count(*) AS n, max(length(h)) AS longest FROM t").first()
+        assert unchanged is not None
+        assert (unchanged.n, unchanged.longest) == (10000, 64)
+        assert workspace_folders(gateway.workspace) == before
+        assert_consistent(gateway, {spark: {"t": 10000}})
     finally:
         spark.stop()
     assert workspace_folders(gateway.workspace) == set()

@@ -10,13 +10,16 @@ change, INSERTs included.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from pathlib import Path
 
 import duckdb
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import table_folders
@@ -291,3 +294,59 @@ def test_a_reader_of_the_session_during_a_delete_sees_the_table_before_or_after(
     assert counts == sorted(counts, reverse=True)
     assert after == [1_000_000, 1_000_000]
     assert len(table_folders(workspace, spark)) == 1
+
+
+def _written_folder(workspace: Path, spark: SparkSession, before: list[Path]) -> bool:
+    """Whether Spark is writing a new version of a table: a folder ``before`` lacks, with
+    task files in it."""
+    return any(
+        folder not in before and any(folder.glob("_temporary/*"))
+        for folder in table_folders(workspace, spark)
+    )
+
+
+def test_an_interrupted_update_leaves_the_table_as_it_was_and_no_folder(
+    spark: SparkSession, workspace: Path
+) -> None:
+    spark.sql(
+        "CREATE TEMPORARY TABLE t AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
+        "FROM range(4000000)"
+    )
+    folders = table_folders(workspace, spark)
+    outcome: dict[str, object] = {}
+
+    def update() -> None:
+        try:
+            outcome["rows"] = spark.sql("UPDATE t SET h = upper(h)").collect()
+        except PySparkException as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=update)
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not _written_folder(workspace, spark, folders) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    interrupted = spark.interruptAll()
+    worker.join(120)
+    assert not worker.is_alive()
+    assert interrupted, "no operation was running to interrupt"
+    assert "error" in outcome, "the UPDATE ended before the interrupt; make the table larger"
+    assert "[t] was not changed" in str(outcome["error"])
+    assert spark.sql("SELECT count_if(h = upper(h)) AS n FROM t").first().n == 0  # type: ignore[union-attr]
+    assert table_folders(workspace, spark) == folders
+    assert _listed_rows(spark) == 4000000
+
+
+def test_a_crashing_python_worker_fails_the_update_and_changes_nothing(
+    spark: SparkSession, workspace: Path
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE t AS SELECT id, id * 2 AS v FROM range(1000)")
+    folders = table_folders(workspace, spark)
+    crash = F.udf(lambda v: os._exit(3), "bigint", useArrow=False)
+    spark.udf.register("crash", crash)
+    with pytest.raises(PySparkException) as refused:
+        spark.sql("UPDATE t SET v = crash(v) WHERE id = 500").collect()
+    assert "[t] was not changed" in str(refused.value)
+    assert "crashed" in str(refused.value) or "exited unexpectedly" in str(refused.value)
+    assert spark.sql("SELECT sum(v) AS s FROM t").first().s == 999000  # type: ignore[union-attr]
+    assert table_folders(workspace, spark) == folders
