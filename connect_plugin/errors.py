@@ -106,6 +106,10 @@ class TempTableNotFound(TempTableError):
     """No temporary table of this session has that name."""
 
 
+class AmbiguousQualifier(TempTableError):
+    """``session.name`` is no temp table or view, and a database named ``session`` exists."""
+
+
 class TempTableQueryFailed(TempTableError):
     """Spark failed while running the query or the write of a temporary table."""
 

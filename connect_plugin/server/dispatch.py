@@ -25,7 +25,13 @@ from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.plans import Extension, extensions, replace_node, unpack
 from connect_plugin.server.requests import Request
-from connect_plugin.server.statements import INLINE_CHARS, SqlText, first_keyword, recognise
+from connect_plugin.server.statements import (
+    INLINE_CHARS,
+    SESSION_QUALIFIED,
+    SqlText,
+    first_keyword,
+    recognise,
+)
 
 MAX_PLUGIN_NESTING = 32
 """Plugin relations inside plugin relations' inputs, at most (each level is decoded apart)."""
@@ -182,7 +188,9 @@ class Dispatcher:
         keyword = first_keyword(text)
         if not keyword:
             return None
-        has_tables = self._has_tables(request.user_context.user_id, request.session_id)
+        has_tables = self._has_tables(
+            request.user_context.user_id, request.session_id
+        ) or bool(SESSION_QUALIFIED.search(text))
         rules = self._registry.rules(keyword, has_tables=has_tables)
         if not rules:
             return None

@@ -41,6 +41,7 @@ from connect_plugin.server.guards import (
 from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.python_workers import stop_ended
+from connect_plugin.server.qualifier_database import warn_at_start
 from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.rejects import RejectsTables
@@ -96,6 +97,7 @@ class Gateway:
         self.metrics: GatewayMetrics | None = None
         self.audit: AuditLog | None = None
         self._stop_metrics: Callable[[], None] | None = None
+        self._qualifier_check: asyncio.Future[None] | None = None
 
     @property
     def address(self) -> str:
@@ -207,6 +209,9 @@ class Gateway:
         await server.start()
         self._server = server
         await self.watch.start()
+        self._qualifier_check = asyncio.ensure_future(
+            warn_at_start(upstream, config.recovery_timeout_s)
+        )
         serving = health_pb2.HealthCheckResponse.SERVING
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)
@@ -236,6 +241,8 @@ class Gateway:
             await self._server.stop(grace)
         if self._stop_metrics is not None:
             self._stop_metrics()
+        if self._qualifier_check is not None:
+            self._qualifier_check.cancel()
         if self.audit is not None:
             self.audit.close()
         try:

@@ -45,6 +45,7 @@ from connect_plugin.server.dispatch import Work as PluginWork
 from connect_plugin.server.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.python_workers import learn_server_side_session
+from connect_plugin.server.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.requests import Request
 from connect_plugin.server.sessions import SessionRegistry
@@ -164,6 +165,8 @@ class PluginHandlers:
                 for root in (statement, command):
                     if root is not None:
                         outcome = await self._handlers.execute(call, root)
+                        if outcome.result is None:
+                            await refuse_if_ambiguous(self._upstream.session(session), root)
                         if outcome.result is not None and root is command:
                             replace_command(request.plan, outcome.result)
                         elif outcome.result is not None:

@@ -41,6 +41,8 @@ class Request:
     """Base of every request; ``inputs`` are relations that may hold plugin relations too."""
 
     changes_tables: ClassVar[bool] = False
+    names_existing: ClassVar[bool] = False
+    """Whether the request acts on an existing table or view it names (``name``)."""
 
     def inputs(self) -> tuple[spark_proto.Relation, ...]:
         return ()
@@ -86,6 +88,7 @@ class DropTempTable(Request):
     """
 
     changes_tables: ClassVar[bool] = True
+    names_existing: ClassVar[bool] = True
     name: Name
     if_exists: bool = False
     strict: bool = True
@@ -130,6 +133,8 @@ class CreateScanView(Request):
 class DropView(Request):
     """DROP VIEW [IF EXISTS] name, or ``spark.catalog.dropTempView(name)``."""
 
+    names_existing: ClassVar[bool] = True
+
     name: Name
     if_exists: bool = False
 
@@ -144,6 +149,8 @@ class InsertInto(Request):
     PARTITION clause, BY NAME, ...); ``write``: the DataFrame command, to check
     in place.
     """
+
+    names_existing: ClassVar[bool] = True
 
     name: Name
     overwrite: bool = False
@@ -179,6 +186,8 @@ class CreatePersistentView(Request):
 @dataclass(frozen=True)
 class AlterView(Request):
     """ALTER VIEW name ... or ALTER TABLE name ...: refused for temp tables."""
+
+    names_existing: ClassVar[bool] = True
 
     name: Name
     statement: str
@@ -218,6 +227,7 @@ class ChangeRows(Request):
     """
 
     changes_tables: ClassVar[bool] = True
+    names_existing: ClassVar[bool] = True
     statement: ClassVar[str] = ""
     name: Name
     alias: str | None = None

@@ -386,6 +386,8 @@ def recognise(sql: SqlText, rules: Sequence[Rule]) -> Request | None:
 
 SESSION_QUALIFIERS = ("session", "system.session")
 """How Spark qualifies a session's temporary views, and so its temp tables."""
+SESSION_QUALIFIED = re.compile(r"\bsession`?\s*\.", re.IGNORECASE)
+"""Text that may name something ``session.``-qualified: a cheap test before parsing."""
 RETIRED_QUALIFIER = "tmp"
 """Drill's qualifier of temp tables, which Spark resolves nowhere."""
 

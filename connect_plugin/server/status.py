@@ -172,6 +172,15 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.AmbiguousQualifier,
+        _Mapping(
+            _INVALID,
+            ANALYSIS_EXCEPTION,
+            "CONNECT_PLUGIN.AMBIGUOUS_SESSION_QUALIFIER",
+            "42000",
+        ),
+    ),
+    (
         errors.MergeCardinalityViolation,
         _Mapping(
             _INVALID,
