@@ -23,7 +23,7 @@ from benchmarks.server import Options, gateway, shared_folder
 
 ROWS = 2_000_000
 MERGE_ROWS = 100_000
-RUNS = 3
+RUNS = 5
 RATIO_TARGET = 1.1
 SOURCE = (
     f"SELECT id * 2 AS id, -id AS v, 'merged' AS s FROM range({MERGE_ROWS // 2}) UNION ALL "

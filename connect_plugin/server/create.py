@@ -74,6 +74,10 @@ class Rewrite:
     """The name of the observation in ``relation`` that counts the changes (if any)."""
     counting: spark_proto.Relation | None = None
     """The same counts as one row, for when Spark sends no observed metrics with a write."""
+    observed: tuple[str, ...] = ()
+    """Further observations in ``relation`` whose values ``check`` reads."""
+    check: Callable[[Written], Awaitable[None]] | None = None
+    """Raises when the written rows must not become the table (the write is undone)."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,12 @@ class TableCreator:
                 observed = {**written.observed, rewrite.metric: counts}
                 return dataclasses.replace(written, observed=observed)
 
+            async def checked_counts(written: Written) -> Written:
+                written = await counted(written)
+                if rewrite.check is not None:
+                    await rewrite.check(written)
+                return written
+
             written = await self._write_and_swap(
                 session,
                 upstream,
@@ -208,8 +218,8 @@ class TableCreator:
                 taken=True,
                 progress=progress,
                 outcome="was not changed",
-                metrics=(rewrite.metric,) if rewrite.metric else (),
-                before_swap=counted,
+                metrics=((rewrite.metric,) if rewrite.metric else ()) + rewrite.observed,
+                before_swap=checked_counts,
             )
             changed = session.tables[table.key]
         return changed, written

@@ -51,42 +51,53 @@ MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, EVERY_ROW = (
 UPDATE, DELETE, INSERT = "update", "delete", "insert"
 COUNTED = (UPDATE, DELETE, INSERT)
 """The order of the counts in the observation of a row change."""
+TARGETS_IN, TARGETS_OUT = "targets_in", "targets_out"
 
 
 @dataclass(frozen=True)
 class Plan:
     """The query that computes the new version of a table for a row change.
 
-    ``select``: SQL with the table's columns (old values), the index of the
-    clause applying to each row (``CLAUSE``) and each clause's new values;
-    ``values``: per clause, the value column of each table column it sets.
+    ``select``: SQL expressions of the table's columns (old values), the index
+    of the clause applying to each row (``CLAUSE``) and each clause's new
+    values; ``values``: per clause, the value column of each table column it
+    sets.
     """
 
     table: TempTable
     schema: StructType
     clauses: tuple[MergeClause, ...]
-    select: str
+    select: tuple[str, ...]
     values: tuple[dict[int, str | None], ...]
+    target: tuple[str, str]
+    """The table's rows as SQL, and the name the statement's expressions give them."""
+    source: tuple[str, str] | None
+    """For a MERGE, the source's rows as SQL and their name; they are full outer joined
+    with the table's rows on ``on``."""
+    on: str
     cardinality: str | None
     """For a MERGE that must match each table row at most once: SQL that finds a row of
-    the table matched by several source rows (Spark's ``MERGE_CARDINALITY_VIOLATION``)."""
+    the table matched by several source rows (Spark's ``MERGE_CARDINALITY_VIOLATION``),
+    for when Spark sends no observed metrics; otherwise the write's own counts tell."""
 
     @classmethod
     def of(cls, request: ChangeRows, table: TempTable) -> Plan:
         schema = StructType.fromJson(json.loads(table.schema_json))
-        target = quote_identifier(request.alias or table.name)
+        target_name = request.alias or table.name
+        target = quote_identifier(target_name)
+        table_rows = f"SELECT * FROM {quote_identifier(table.name)}"
         if isinstance(request, MergeInto):
             clauses = request.clauses
-            source = quote_identifier(request.source_alias or _SOURCE_QUERY)
+            source_name = request.source_alias or _SOURCE_QUERY
+            source = quote_identifier(source_name)
             source_text = request.source
             if source_text.startswith("("):
                 source_text = f"{source_text} AS {quote_identifier(_SOURCE_QUERY)}"
             numbered = (
-                f"(SELECT *, monotonically_increasing_id() AS {TARGET_ROW} FROM "
-                f"{quote_identifier(table.name)}) AS {target}"
+                f"SELECT *, monotonically_increasing_id() AS {TARGET_ROW} FROM "
+                f"{quote_identifier(table.name)}"
             )
-            sourced = f"(SELECT *, TRUE AS {SOURCE_ROW} FROM {source_text}) AS {source}"
-            rows = f"{numbered} FULL OUTER JOIN {sourced} ON ({request.on})"
+            sourced = f"SELECT *, TRUE AS {SOURCE_ROW} FROM {source_text}"
             branches = {
                 MATCHED: f"{target}.{TARGET_ROW} IS NOT NULL AND {source}.{SOURCE_ROW} IS NOT NULL",
                 NOT_MATCHED_BY_SOURCE: f"{source}.{SOURCE_ROW} IS NULL",
@@ -98,17 +109,18 @@ class Plan:
                 len(matched) == 1 and matched[0].action == DELETE and matched[0].condition is None
             )
             cardinality = (
-                f"SELECT 1 FROM {numbered} JOIN {sourced} ON ({request.on}) GROUP BY "
-                f"{target}.{TARGET_ROW} HAVING count(1) > 1 LIMIT 1"
+                f"SELECT 1 FROM ({numbered}) AS {target} JOIN ({sourced}) AS {source} ON "
+                f"({request.on}) GROUP BY {target}.{TARGET_ROW} HAVING count(1) > 1 LIMIT 1"
                 if check
                 else None
             )
+            rows, joined, on = (numbered, target_name), (sourced, source_name), request.on
         else:
             source = ""
             clauses = (_only_clause(request),)
-            rows = f"{quote_identifier(table.name)} AS {target}"
             branches = {EVERY_ROW: "TRUE"}
             extra, cardinality = [], None
+            rows, joined, on = (table_rows, target_name), None, ""
         names = {_key(f.name): i for i, f in enumerate(schema.fields)}
         values = tuple(
             _clause_values(request, clause, schema, names, target, source) for clause in clauses
@@ -125,16 +137,48 @@ class Plan:
             table,
             schema,
             clauses,
-            f"SELECT {', '.join(select)} FROM {rows}",
+            tuple(select),
             tuple(
                 {i: None if e is None else _VALUE.format(k, i) for i, e in v.items()}
                 for k, v in enumerate(values)
             ),
+            rows,
+            joined,
+            on,
             cardinality,
         )
 
-    def _typed(self) -> spark_proto.Relation:
-        """The select, its values cast to their columns' types, the MERGE's cardinality checked."""
+    def _rows(self, targets: str) -> spark_proto.Relation:
+        """The rows the select reads: the table's, full outer joined with a MERGE's source.
+
+        ``targets``: for a MERGE whose cardinality is checked, the name of an
+        observation counting the table's rows before the join; a row matched
+        by several source rows comes out of the join once per match, so more
+        rows of the table come out than went in exactly when one was matched
+        twice.
+        """
+        with deep_messages():
+            table = _aliased(*self.target)
+            if self.source is None:
+                return table
+            if self.cardinality is not None and targets:
+                observed = spark_proto.Relation()
+                observed.collect_metrics.input.CopyFrom(table.subquery_alias.input)
+                observed.collect_metrics.name = targets
+                observed.collect_metrics.metrics.add().expression_string.expression = (
+                    f"count(1) AS {TARGETS_IN}"
+                )
+                table.subquery_alias.input.CopyFrom(observed)
+            relation = spark_proto.Relation()
+            relation.join.left.CopyFrom(table)
+            relation.join.right.CopyFrom(_aliased(*self.source))
+            relation.join.join_type = spark_proto.Join.JoinType.JOIN_TYPE_FULL_OUTER
+            relation.join.join_condition.expression_string.expression = self.on
+            return relation
+
+    def _typed(self, targets: str = "") -> spark_proto.Relation:
+        """The select, its values cast to their columns' types, a MERGE's repeated matches
+        marked where it may have them."""
         fields = [StructField(f.name, f.dataType, True, f.metadata) for f in self.schema.fields]
         if any(c.branch != EVERY_ROW for c in self.clauses):
             fields += [StructField(TARGET_ROW, LongType()), StructField(SOURCE_ROW, BooleanType())]
@@ -143,8 +187,14 @@ class Plan:
             for i, column in v.items():
                 if column is not None:
                     fields.append(StructField(column, self.schema.fields[i].dataType))
+        selected = spark_proto.Relation()
+        with deep_messages():
+            selected.project.input.CopyFrom(self._rows(targets))
+        for expression in self.select:
+            selected.project.expressions.add().expression_string.expression = expression
         relation = spark_proto.Relation()
-        relation.to_schema.input.sql.query = self.select
+        with deep_messages():
+            relation.to_schema.input.CopyFrom(selected)
         relation.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(StructType(fields)))
         if all(c.branch == EVERY_ROW for c in self.clauses):
             return relation
@@ -187,13 +237,18 @@ class Plan:
             condition = f"{CLAUSE} IN ({', '.join(found)})" if found else "FALSE"
             return f"count_if({condition}) AS {action}"
 
-        return [count(action) for action in COUNTED]
+        counts = [count(action) for action in COUNTED]
+        if self.cardinality is not None:
+            counts.append(f"count_if({TARGET_ROW} IS NOT NULL) AS {TARGETS_OUT}")
+        return counts
 
-    def relation(self, metric: str) -> spark_proto.Relation:
-        """The table's new rows, with the observation ``metric`` counting the changes."""
+    def relation(self, metric: str, targets: str) -> spark_proto.Relation:
+        """The table's new rows, with the observation ``metric`` counting the changes (and,
+        when the MERGE's cardinality is checked, the table rows out of the join) and
+        ``targets`` the table rows into it."""
         observed = spark_proto.Relation()
         with deep_messages():
-            observed.collect_metrics.input.CopyFrom(self._typed())
+            observed.collect_metrics.input.CopyFrom(self._typed(targets))
         observed.collect_metrics.name = metric
         for expression in self._metrics():
             observed.collect_metrics.metrics.add().expression_string.expression = expression
@@ -317,3 +372,10 @@ def _guard(clauses: Sequence[MergeClause], k: int, branches: dict[str, str]) -> 
 
 def _condition(clause: MergeClause) -> str:
     return "TRUE" if clause.condition is None else f"({clause.condition})"
+
+
+def _aliased(sql: str, alias: str) -> spark_proto.Relation:
+    relation = spark_proto.Relation()
+    relation.subquery_alias.input.sql.query = sql
+    relation.subquery_alias.alias = alias
+    return relation

@@ -28,6 +28,7 @@ unconditional DELETE) keeps or deletes such a row once.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,7 @@ from connect_plugin.server.requests import (
     UpdateTable,
 )
 from connect_plugin.server.row_change_plans import (
+    COUNTED,
     DELETE,
     EVERY_ROW,
     INSERT,
@@ -68,6 +70,7 @@ from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import UpstreamSession, quote_identifier
+from connect_plugin.server.writes import Written
 
 _ACTIONS = {
     MATCHED: (UPDATE, DELETE),
@@ -159,33 +162,57 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
         if request.problem:
             raise TempTableError(f"{request.describe()}: {request.problem}")
         metric = f"connect_plugin_changes_{uuid.uuid4().hex}"
+        targets = f"connect_plugin_targets_{uuid.uuid4().hex}"
 
         async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
-            if not await self._tables.view_is_table(upstream, table):
+            plan = Plan.of(request, table)
+            relation = plan.relation(metric, targets)
+            ours, analysed = await asyncio.gather(
+                self._tables.view_is_table(upstream, table),
+                upstream.schema(relation),
+                return_exceptions=True,
+            )
+            if isinstance(ours, BaseException):
+                raise ours
+            if not ours:
                 raise TempTableNotFound(
                     f"{request.describe()}: the view of temporary table [{table.name}] was "
                     "dropped or replaced outside the gateway; SHOW TEMPORARY TABLES lists the "
                     "tables the session has"
                 )
-            plan = Plan.of(request, table)
-            relation = plan.relation(metric)
-            try:
-                await upstream.schema(relation)
-                twice = [] if plan.cardinality is None else await upstream.rows(_sql(plan.cardinality))
-            except UpstreamFailed as exc:
+            if isinstance(analysed, UpstreamFailed):
                 raise TempTableQueryFailed(
-                    f"{request.describe()}: {plan.in_user_terms(exc.message)}"
-                ) from exc
-            if twice:
-                raise MergeCardinalityViolation(
-                    f"{request.describe()}: the ON condition matched a row of the table with "
-                    "several rows of the source, so that row would be changed more than once; "
-                    "nothing was changed. Make each table row match at most one source row"
-                )
-            return Rewrite(relation, metric, plan.counting())
+                    f"{request.describe()}: {plan.in_user_terms(analysed.message)}"
+                ) from analysed
+            if isinstance(analysed, BaseException):
+                raise analysed
+
+            async def check(written: Written) -> None:
+                if plan.cardinality is None:
+                    return
+                went_in = written.observed.get(targets)
+                came_out = written.observed[metric]
+                if went_in and len(came_out) > len(COUNTED):
+                    twice = came_out[len(COUNTED)] > went_in[0]
+                else:
+                    try:
+                        twice = bool(await upstream.rows(_sql(plan.cardinality)))
+                    except UpstreamFailed as exc:
+                        raise TempTableQueryFailed(
+                            f"{request.describe()}: {plan.in_user_terms(exc.message)}"
+                        ) from exc
+                if twice:
+                    raise MergeCardinalityViolation(
+                        f"{request.describe()}: the ON condition matched a row of the table "
+                        "with several rows of the source, so that row would be changed more "
+                        "than once; nothing was changed. Make each table row match at most one "
+                        "source row"
+                    )
+
+            return Rewrite(relation, metric, plan.counting(), (targets,), check)
 
         _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
-        counts = Counts(*written.observed[metric])
+        counts = Counts(*written.observed[metric][: len(COUNTED)])
         if isinstance(request, MergeInto):
             row: results.Row = (counts.affected, counts.updated, counts.deleted, counts.inserted)
             return Outcome(results.result_relation(MERGE_COLUMNS, [row]))
