@@ -37,7 +37,7 @@ from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 from sqlglot import Dialect, Token, TokenError, TokenType
 
-from connect_plugin.errors import SettingProtected
+from connect_plugin.errors import PlanError, SettingProtected
 from connect_plugin.scanning.spark_source import SHORT_NAME
 from connect_plugin.server.plans import plan_nodes
 
@@ -60,9 +60,49 @@ REDACTED = "*********(redacted)"
 """What Spark shows in place of a secret."""
 READS = frozenset(("get", "get_with_default", "get_option", "get_all"))
 """The Config operations that answer with settings' values."""
+PLAN_COMPRESSION_KEY = "spark.connect.session.planCompression.threshold"
+"""Plans above this size a client compresses (Spark 4.1 and later); the gateway cannot read
+a compressed plan, so it answers -1 (never) to clients that ask."""
 
 _SPARK = Dialect.get_or_raise("spark")
 _SEPARATOR = TokenType.SEMICOLON
+
+
+SUBSTITUTION = re.compile(rb"\$\{(?:(\w+?):)?([^}]*)\}")
+"""A reference Spark's SQL parser replaces by a value (``spark.sql.variable.substitute``):
+``${key}`` and ``${spark:key}``, ``${sparkconf:key}``, ``${hiveconf:key}``,
+``${hivevar:key}`` by a setting; ``${env:NAME}`` and ``${system:name}`` by the
+server's environment variable or JVM system property."""
+SERVER_SIDE = frozenset((b"env", b"system"))
+
+
+def screen_substitutions(request: bytes) -> None:
+    """Refuse a request that would have Spark substitute a secret into its SQL.
+
+    Spark substitutes ``${...}`` in every text it parses (queries,
+    expressions), so ``SELECT '${env:SPARK_CONNECT_AUTHENTICATE_TOKEN}'``
+    answers with the server's token: a reference to the server's environment
+    or system properties, or to a setting whose name looks like a secret, is
+    refused wherever it stands in the request (a setting's value too, which
+    is substituted when read).
+    """
+    if b"${" not in request:
+        return
+    for found in SUBSTITUTION.finditer(request):
+        prefix = (found.group(1) or b"").lower()
+        key = found.group(2).decode("utf-8", errors="replace")
+        if prefix in SERVER_SIDE or SECRET.search(key):
+            reference = found.group(0).decode("utf-8", errors="replace")
+            raise SettingProtected(
+                f"the request holds [{reference}], which Spark would replace by "
+                + (
+                    "a value of the Spark server's own environment or system properties"
+                    if prefix in SERVER_SIDE
+                    else "a setting that holds a secret"
+                )
+                + "; the gateway refuses such references (docs/security.md, \"Protected "
+                'settings"). Pass the value as a parameter or literal instead'
+            )
 
 
 class ConfigGuard:
@@ -97,21 +137,32 @@ class ConfigGuard:
 
     @staticmethod
     def redact(response: bytes) -> bytes:
-        """A Config response with the values of secrets replaced, as Spark shows them."""
+        """A Config response with the values of secrets replaced, as Spark shows them, and plan
+        compression off."""
         answer = spark_proto.ConfigResponse.FromString(response)
         secrets = [
             pair
             for pair in answer.pairs
             if pair.HasField("value") and (SECRET.search(pair.key) or SECRET.search(pair.value))
         ]
-        if not secrets:
+        compression = [pair for pair in answer.pairs if pair.key == PLAN_COMPRESSION_KEY]
+        if not secrets and not compression:
             return response
         for pair in secrets:
             pair.value = REDACTED
+        for pair in compression:
+            pair.value = "-1"
         return answer.SerializeToString()
 
     async def check_plan(self, request: Message) -> None:
-        """Every SQL text inside the request's plan nodes."""
+        """No compressed plan, and every SQL text inside the request's plan nodes."""
+        for plan in plan_nodes(request, spark_proto.Plan):
+            if plan.WhichOneof("op_type") == "compressed_operation":
+                raise PlanError(
+                    "the request's plan is compressed, which the gateway cannot read, and so "
+                    "cannot check or carry out; set the client's "
+                    f"{PLAN_COMPRESSION_KEY} to -1 (the gateway answers -1 to clients that ask)"
+                )
         for text in self.sql_texts(request):
             if not self._suspect(text):
                 continue

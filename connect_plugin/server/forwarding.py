@@ -166,8 +166,12 @@ class Forwarder:
         authenticate: Authentication | None = None,
         metrics: GatewayMetrics | None = None,
         refusal: Refusal | None = None,
+        screen: Callable[[bytes], None] | None = None,
     ):
+        """``screen``: looks at every request's bytes (of methods with one request) before
+        anything else, and raises to refuse it."""
         self._channel = channel
+        self._screen = screen
         self._metrics = metrics
         self._refusal = refusal
         self._hooks = dict(hooks or {})
@@ -236,6 +240,13 @@ class Forwarder:
         without a valid token, or the admission refuses, ends here.
         """
         user = await self._identify(name, context)
+        if self._screen is not None and isinstance(request, bytes):
+            try:
+                self._screen(request)
+            except ConnectPluginError as exc:
+                log.info("refused a request: %s", exc)
+                self._refused(name, exc, None)
+                await abort_with(exc, context)
         if decode is None:
             return None, None, user, False
         message = decode_request(decode, request)

@@ -28,6 +28,7 @@ from connect_plugin.server.audit import AuditLog
 from connect_plugin.server.auth import TokenAuthenticator
 from connect_plugin.server.channels import server_options, upstream_channel
 from connect_plugin.server.clone import Cloner
+from connect_plugin.server.config_guard import screen_substitutions
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, Refusal, plan_methods
@@ -190,6 +191,7 @@ class Gateway:
             authenticate=None if self.authenticator is None else self.authenticator.authenticate,
             metrics=metrics,
             refusal=self._refusal_listener(metrics),
+            screen=screen_substitutions,
         )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))

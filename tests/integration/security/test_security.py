@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConfigError
+from connect_plugin.server.config_guard import PLAN_COMPRESSION_KEY
 from connect_plugin.server.gateway import Gateway, serve
 from tests.integration.security.conftest import (
     ALICE_SECOND_TOKEN,
@@ -328,3 +330,52 @@ def test_idle_expiry_and_restart_work_against_the_protected_spark(
         again.stop()
     finally:
         restarted.stop()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT '${env:SPARK_CONNECT_AUTHENTICATE_TOKEN}' AS v",
+        "SELECT '${system:user.name}' AS v",
+        "SELECT '${spark.connect.authenticate.token}' AS v",
+        "SELECT '${sparkconf:spark.hadoop.fs.s3a.secret.key}' AS v",
+    ],
+)
+def test_substitutions_of_the_servers_secrets_are_refused(
+    direct: SparkSession, alice: SparkSession, query: str
+) -> None:
+    """Spark replaces ``${...}`` in what it parses by settings, its environment and its system
+    properties (straight to a Spark server, ``${env:HOME}`` is the server's home); the
+    protected Spark behind this gateway holds its token in its environment."""
+    home = direct.sql("SELECT '${env:HOME}' AS v").first()
+    assert home is not None
+    assert home.v == os.environ["HOME"]
+    with pytest.raises(SparkConnectGrpcException) as refused:
+        alice.sql(query).collect()
+    assert refused.value.getCondition() == "CONNECT_PLUGIN.SETTING_PROTECTED"
+    assert UPSTREAM_TOKEN not in str(refused.value)
+
+
+def test_substitutions_hide_nowhere_in_a_request(alice: SparkSession) -> None:
+    """An expression string, a filter and a setting's value (substituted when read) are refused
+    alike; a substitution of a setting of the user's own still works."""
+    for attempt in (
+        lambda: alice.range(1).selectExpr("'${env:SPARK_CONNECT_AUTHENTICATE_TOKEN}' AS v").collect(),
+        lambda: alice.range(1).where("'${env:HOME}' = ''").collect(),
+        lambda: alice.conf.set("my.value", "${env:SPARK_CONNECT_AUTHENTICATE_TOKEN}"),
+    ):
+        with pytest.raises(SparkConnectGrpcException, match="SETTING_PROTECTED"):
+            attempt()
+    alice.conf.set("my.value", "41")
+    assert alice.sql("SELECT ${my.value} + 1 AS v").first().v == 42  # type: ignore[union-attr]
+
+
+def test_plans_are_never_compressed_past_the_gateway(alice: SparkSession) -> None:
+    """A compressed plan would hide its statements and references from the gateway: clients
+    are told compression is off, and a plan compressed anyway is refused."""
+    assert alice.conf.get(PLAN_COMPRESSION_KEY) == "-1"
+    alice.client._plan_compression_threshold = 0
+    alice.client._plan_compression_algorithm = "ZSTD"
+    padding = "x" * 4000
+    with pytest.raises(AnalysisException, match=r"CONNECT_PLUGIN\.INVALID_PLAN.*compressed"):
+        alice.sql(f"SELECT '{padding}' AS pad").collect()
