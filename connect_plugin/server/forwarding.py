@@ -27,11 +27,8 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError, PlanError
-from connect_plugin.server.observed_metrics import (
-    RESULT_METHODS,
-    reads_no_python_accumulators,
-    without_python_accumulators,
-)
+from connect_plugin.server.clients import is_scala_client
+from connect_plugin.server.observed_metrics import RESULT_METHODS, without_python_accumulators
 from connect_plugin.server.plans import decode as decode_request
 from connect_plugin.server.status import abort_with, relay
 
@@ -440,7 +437,7 @@ class Forwarder:
             handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
-            scrub = results and message is not None and reads_no_python_accumulators(message)
+            scrub = results and is_scala_client(message)
             if handling is not None:
                 if handling.prepare is not None:
                     try:
