@@ -249,7 +249,7 @@ class Forwarder:
             except ConnectPluginError as exc:
                 log.info("refused a request: %s", exc)
                 self._refused(name, exc, message)
-                await abort_with(exc, context)
+                await abort_with(exc, context, message)
             if not admitted:
                 return message, None, user, False
         key = None if self._observer is None else self._observer.begin(message)
@@ -289,17 +289,19 @@ class Forwarder:
         except ConnectPluginError as exc:
             log.info("refused %s: %s", name, exc)
             self._refused(name, exc, message)
-            await abort_with(exc, context)
+            await abort_with(exc, context, message)
 
     @staticmethod
-    async def _finish_interception(handling: Interception | None, name: str, context: Any) -> None:
+    async def _finish_interception(
+        handling: Interception | None, name: str, message: Message | None, context: Any
+    ) -> None:
         if handling is None or handling.finish is None:
             return
         try:
             await handling.finish()
         except ConnectPluginError as exc:
             log.warning("%s succeeded upstream but its follow-up failed: %s", name, exc)
-            await abort_with(exc, context)
+            await abort_with(exc, context, message)
 
     @staticmethod
     async def _send_initial_metadata(call: Any, context: Any) -> None:
@@ -381,14 +383,14 @@ class Forwarder:
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
                 _tell_failed(handling, error)
-                await relay(error, context)
+                await relay(error, context, message)
             except asyncio.CancelledError:
                 call.cancel()
                 raise
             self._responded(key, name, response)
             await self._send_initial_metadata(call, context)
             await self._finish(call, context)
-            await self._finish_interception(handling, name, context)
+            await self._finish_interception(handling, name, message, context)
             if handling is not None and handling.respond is not None:
                 return handling.respond(response)
             return response
@@ -446,7 +448,7 @@ class Forwarder:
                     except ConnectPluginError as exc:
                         log.info("refused %s: %s", name, exc)
                         self._refused(name, exc, message)
-                        await abort_with(exc, context)
+                        await abort_with(exc, context, message)
                 if handling.request is not None:
                     request = handling.request.SerializeToString()
             if self._metrics is not None:
@@ -476,13 +478,13 @@ class Forwarder:
                         yield response
                     response = await read()
                 await self._finish(call, context)
-                await self._finish_interception(handling, name, context)
+                await self._finish_interception(handling, name, message, context)
                 if last is not None:
                     yield last
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
                 _tell_failed(handling, error)
-                await relay(error, context)
+                await relay(error, context, message)
             finally:
                 if not call.done():
                     call.cancel()
