@@ -4,7 +4,8 @@ Every Spark Connect request names its client in ``client_type``, the user
 agent. The Scala client (``spark-connect-client-jvm``) always puts a
 ``scala/<version>`` word in it, whatever its application adds in front.
 It gets results without the Python accumulator metrics it cannot read
-(``observed_metrics``).
+(``observed_metrics``), and error statuses whose class its error templates
+know (``status``).
 """
 
 from __future__ import annotations
