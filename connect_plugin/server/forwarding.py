@@ -27,11 +27,8 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError, PlanError
-from connect_plugin.server.observed_metrics import (
-    RESULT_METHODS,
-    reads_no_python_accumulators,
-    without_python_accumulators,
-)
+from connect_plugin.server.clients import is_scala_client
+from connect_plugin.server.observed_metrics import RESULT_METHODS, without_python_accumulators
 from connect_plugin.server.plans import decode as decode_request
 from connect_plugin.server.status import abort_with, relay
 
@@ -263,7 +260,7 @@ class Forwarder:
             except ConnectPluginError as exc:
                 log.info("refused a request: %s", exc)
                 self._refused(name, exc, message)
-                await abort_with(exc, context)
+                await abort_with(exc, context, message)
             if not admitted:
                 return message, None, user, False
         key = None if self._observer is None else self._observer.begin(message)
@@ -303,17 +300,19 @@ class Forwarder:
         except ConnectPluginError as exc:
             log.info("refused %s: %s", name, exc)
             self._refused(name, exc, message)
-            await abort_with(exc, context)
+            await abort_with(exc, context, message)
 
     @staticmethod
-    async def _finish_interception(handling: Interception | None, name: str, context: Any) -> None:
+    async def _finish_interception(
+        handling: Interception | None, name: str, message: Message | None, context: Any
+    ) -> None:
         if handling is None or handling.finish is None:
             return
         try:
             await handling.finish()
         except ConnectPluginError as exc:
             log.warning("%s succeeded upstream but its follow-up failed: %s", name, exc)
-            await abort_with(exc, context)
+            await abort_with(exc, context, message)
 
     @staticmethod
     async def _send_initial_metadata(call: Any, context: Any) -> None:
@@ -395,14 +394,14 @@ class Forwarder:
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
                 _tell_failed(handling, error)
-                await relay(error, context)
+                await relay(error, context, message)
             except asyncio.CancelledError:
                 call.cancel()
                 raise
             self._responded(key, name, response)
             await self._send_initial_metadata(call, context)
             await self._finish(call, context)
-            await self._finish_interception(handling, name, context)
+            await self._finish_interception(handling, name, message, context)
             if handling is not None and handling.respond is not None:
                 return handling.respond(response)
             return response
@@ -451,7 +450,7 @@ class Forwarder:
             handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
-            scrub = results and message is not None and reads_no_python_accumulators(message)
+            scrub = results and is_scala_client(message)
             if handling is not None:
                 if handling.prepare is not None:
                     try:
@@ -460,7 +459,7 @@ class Forwarder:
                     except ConnectPluginError as exc:
                         log.info("refused %s: %s", name, exc)
                         self._refused(name, exc, message)
-                        await abort_with(exc, context)
+                        await abort_with(exc, context, message)
                 if handling.request is not None:
                     request = handling.request.SerializeToString()
             if self._metrics is not None:
@@ -490,13 +489,13 @@ class Forwarder:
                         yield response
                     response = await read()
                 await self._finish(call, context)
-                await self._finish_interception(handling, name, context)
+                await self._finish_interception(handling, name, message, context)
                 if last is not None:
                     yield last
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
                 _tell_failed(handling, error)
-                await relay(error, context)
+                await relay(error, context, message)
             finally:
                 if not call.done():
                     call.cancel()

@@ -286,8 +286,9 @@ class PluginHandlers:
     async def fetch_error_details(
         self, method: str, request: spark_proto.FetchErrorDetailsRequest, context: Any
     ) -> Interception:
-        """Details of a scan error agree with the status that led to them (``status``)."""
-        return Interception(respond=scan_error_details)
+        """Details of a scan error agree with the status that led to them (``status``), for
+        the client that asks."""
+        return Interception(respond=lambda response: scan_error_details(response, request))
 
     async def reattach_execute(
         self, method: str, request: spark_proto.ReattachExecuteRequest, context: Any

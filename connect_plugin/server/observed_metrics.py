@@ -6,28 +6,21 @@ named ``__python_accumulator__`` on the results of any query that ran
 Python on the executors (a Python data source such as the scan, a Python
 UDF). pyspark reads them; the Scala client cannot: its
 ``SparkResult.transformObservedMetrics`` fails an assertion on them, so its
-``collect()`` of such a query fails. Only for a client whose user agent
-names Scala, the gateway drops these metrics from ExecutePlan and
-ReattachExecute responses; they carry nothing a Scala program can use.
-Everything else in the response stays as Spark sent it.
+``collect()`` of such a query fails. Only for the Scala client
+(``clients.is_scala_client``), the gateway drops these metrics from
+ExecutePlan and ReattachExecute responses; they carry nothing a Scala
+program can use. Everything else in the response stays as Spark sent it.
 """
 
 from __future__ import annotations
 
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import DecodeError
 from pyspark.sql.connect.proto import base_pb2
 
 PYTHON_ACCUMULATOR_METRICS = "__python_accumulator__"
 RESULT_METHODS = frozenset(("ExecutePlan", "ReattachExecute"))
 """The methods whose responses are ``ExecutePlanResponse`` messages."""
 _MARK = PYTHON_ACCUMULATOR_METRICS.encode()
-
-
-def reads_no_python_accumulators(request: Message) -> bool:
-    """Whether the request's client is the Scala client, whose user agent (``client_type``)
-    always carries a ``scala/<version>`` word."""
-    client_type = str(getattr(request, "client_type", ""))
-    return any(word.startswith("scala/") for word in client_type.split())
 
 
 def without_python_accumulators(response: bytes) -> bytes:

@@ -22,6 +22,16 @@ as ``PythonException``, which every pyspark client rebuilds with a fixed
 first line and no error class; it becomes ``SparkRuntimeException``, the
 exception "thrown from Spark with an error class". An analysis error stays
 ``AnalysisException``. Nothing else Spark sends is changed.
+
+The Scala client (``clients.is_scala_client``) formats ``AnalysisException``,
+``SparkRuntimeException`` and a few more from Spark's error templates, which
+know no ``CONNECT_PLUGIN.*`` class: given one, it raises ``INTERNAL_ERROR``
+instead. For it alone such an error carries ``MESSAGE_ONLY_CLASS``, a class
+its templates know whose message is the status message as it is, with the
+same ``classes`` and ``sqlState``, so it raises the exception pyspark
+raises, with the same message (naming our class) and SQL state; only
+``getCondition()`` differs. Exceptions it builds around the status message
+(``SparkException``) keep our class, for it as for pyspark.
 """
 
 from __future__ import annotations
@@ -33,12 +43,13 @@ from typing import Any, NoReturn
 
 import grpc
 from google.protobuf.any_pb2 import Any as AnyProto
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin import errors
+from connect_plugin.server.clients import is_scala_client
 
 ERROR_DOMAIN = "connect-plugin"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -84,6 +95,26 @@ take the first class they know as the exception to raise."""
 
 PARSE_SYNTAX_ERROR = "PARSE_SYNTAX_ERROR"
 PARSE_SYNTAX_SQL_STATE = "42601"
+
+OWN_CLASS_PREFIX = "CONNECT_PLUGIN."
+"""Every error class of our own starts so; Spark's templates know none of them."""
+SCALA_TEMPLATED = frozenset(
+    (
+        "org.apache.spark.sql.AnalysisException",
+        "org.apache.spark.sql.catalyst.parser.ParseException",
+        "org.apache.spark.SparkRuntimeException",
+        "java.lang.UnsupportedOperationException",
+    )
+)
+"""Of the JVM classes the gateway lists, those whose exception the Scala client formats from
+the template of ``errorClass`` (Spark's ``GrpcExceptionConverter.errorFactory``): a class its
+templates lack makes it raise ``INTERNAL_ERROR``. It builds ``SparkException`` and classes it
+does not know as a ``SparkException`` around the status message, keeping any class."""
+MESSAGE_ONLY_CLASS = "_LEGACY_ERROR_TEMP_3100"
+"""A class in Spark's templates (``error-conditions.json``) whose message is its ``message``
+parameter alone, with no prefix and no SQL state of its own: the class the Scala client itself
+gives an ``AnalysisException`` that came without one. Given a ``sqlState`` with it, the client
+reports that state (SPARK-54887)."""
 
 
 @dataclass(frozen=True)
@@ -362,15 +393,18 @@ def error_info(exc: BaseException) -> error_details_pb2.ErrorInfo:
     )
 
 
-def to_grpc_status(exc: BaseException) -> Status:
-    """The status of ``exc``: Spark's own for its errors, else one pyspark rebuilds as typed."""
+def to_grpc_status(exc: BaseException, request: Message | None = None) -> Status:
+    """The status of ``exc``: Spark's own for its errors, else one the client of ``request``
+    rebuilds as typed (pyspark when there is no request)."""
     if isinstance(exc, errors.UpstreamFailed) and isinstance(exc.status, grpc.aio.AioRpcError):
-        return upstream_status(exc.status)
+        return upstream_status(exc.status, request)
     info = error_info(exc)
     lead = f"[{info.metadata['errorClass']}] "
     message = str(exc)
     if sparks_info(exc) is None and not message.startswith(lead):
         message = lead + message
+    if is_scala_client(request):
+        _in_scala_templates(info, message)
     detail = AnyProto()
     detail.Pack(info)
     status = status_pb2.Status(
@@ -380,14 +414,36 @@ def to_grpc_status(exc: BaseException) -> Status:
     return Status(built.code, built.details, tuple(built.trailing_metadata))
 
 
-def upstream_status(error: grpc.aio.AioRpcError) -> Status:
+def _scala_templates_lack(error_class: str, classes: Sequence[str]) -> bool:
+    """Whether the Scala client would look ``error_class`` up in Spark's templates, which
+    lack it."""
+    return error_class.startswith(OWN_CLASS_PREFIX) and not SCALA_TEMPLATED.isdisjoint(classes)
+
+
+def _in_scala_templates(info: error_details_pb2.ErrorInfo, message: str) -> None:
+    """``info`` with ``MESSAGE_ONLY_CLASS`` formatting ``message``, if the Scala client's
+    templates lack its class."""
+    try:
+        classes = json.loads(info.metadata.get("classes", "[]"))
+    except ValueError:
+        return
+    error_class = info.metadata.get("errorClass", "")
+    if isinstance(classes, list) and _scala_templates_lack(error_class, classes):
+        info.metadata["errorClass"] = MESSAGE_ONLY_CLASS
+        info.metadata["messageParameters"] = json.dumps({"message": message})
+
+
+def upstream_status(error: grpc.aio.AioRpcError, request: Message | None = None) -> Status:
     """The status and trailers Spark sent, exactly, unless it holds a scan error."""
     sent = Status(error.code(), error.details() or "", tuple(error.trailing_metadata() or ()))
-    return scan_error_status(sent)
+    return scan_error_status(sent, request)
 
 
-def scan_error_status(sent: Status) -> Status:
-    """``sent`` leading with the scan error whose traceback it holds; else ``sent`` itself."""
+def scan_error_status(sent: Status, request: Message | None = None) -> Status:
+    """``sent`` leading with the scan error whose traceback it holds; else ``sent`` itself.
+
+    For the Scala client the ErrorInfo names a class its templates know.
+    """
     if _SCAN_MARK not in sent.details[-errors.MARK_SEARCH_LIMIT :]:
         return sent
     keys = [key for key, _ in sent.trailing_metadata]
@@ -405,10 +461,13 @@ def scan_error_status(sent: Status) -> Status:
     if found is None:
         return sent
     status.message = _abbreviated(f"{found.first_line}\n{status.message}")
+    scala = is_scala_client(request)
     for detail in status.details:
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):
             _mark_info(info, found)
+            if scala:
+                _in_scala_templates(info, status.message)
             detail.Pack(info)
     trailers = list(sent.trailing_metadata)
     trailers[index] = (STATUS_DETAILS_KEY, status.SerializeToString())
@@ -442,11 +501,11 @@ def _classes_of_scan_error(classes: Sequence[str]) -> list[str]:
     return list(classes)
 
 
-def scan_error_details(response: bytes) -> bytes:
+def scan_error_details(response: bytes, request: Message | None = None) -> bytes:
     """A FetchErrorDetails answer agreeing with ``scan_error_status``; else exactly as sent.
 
-    pyspark asks for these details when the status names an ``errorId`` and
-    takes the message, error class and parameters from them.
+    pyspark and the Scala client ask for these details when the status names
+    an ``errorId`` and take the message, error class and parameters from them.
     """
     if _SCAN_MARK_BYTES not in response:
         return response
@@ -468,19 +527,24 @@ def scan_error_details(response: bytes) -> bytes:
     root.spark_throwable.sql_state = errors.scan_sql_states()[found.error_class]
     root.spark_throwable.message_parameters.clear()
     root.spark_throwable.message_parameters["message"] = found.message
+    if is_scala_client(request) and _scala_templates_lack(found.error_class, classes):
+        root.spark_throwable.error_class = MESSAGE_ONLY_CLASS
+        root.spark_throwable.message_parameters["message"] = root.message
     result: bytes = details.SerializeToString()
     return result
 
 
-async def abort_with(exc: BaseException, context: Any) -> NoReturn:
-    """End the client's call with the status of ``exc``."""
-    status = to_grpc_status(exc)
+async def abort_with(exc: BaseException, context: Any, request: Message | None = None) -> NoReturn:
+    """End the client's call with the status of ``exc`` (for the client of ``request``)."""
+    status = to_grpc_status(exc, request)
     await context.abort(status.code, status.details, status.trailing_metadata)
     raise AssertionError("context.abort returned")
 
 
-async def relay(error: grpc.aio.AioRpcError, context: Any) -> NoReturn:
+async def relay(
+    error: grpc.aio.AioRpcError, context: Any, request: Message | None = None
+) -> NoReturn:
     """End the client's call with exactly the status and trailers Spark sent."""
-    status = upstream_status(error)
+    status = upstream_status(error, request)
     await context.abort(status.code, status.details, status.trailing_metadata)
     raise AssertionError("context.abort returned")

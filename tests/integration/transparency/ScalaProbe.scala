@@ -1,5 +1,5 @@
 // The stock Scala Spark Connect client, run by test_scala_client.py: one line per step,
-// "label|OK|result" or "label|RAISED|exception class|condition|SQL state".
+// "label|OK|result" or "label|RAISED|exception class|condition|SQL state|message".
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.connect.SparkSession
 
@@ -9,8 +9,8 @@ object ScalaProbe {
       try s"$label|OK|${body}"
       catch {
         case e: SparkThrowable with Throwable =>
-          s"$label|RAISED|${e.getClass.getName}|${e.getCondition}|${e.getSqlState}"
-        case e: Throwable => s"$label|RAISED|${e.getClass.getName}||"
+          s"$label|RAISED|${e.getClass.getName}|${e.getCondition}|${e.getSqlState}|${e.getMessage}"
+        case e: Throwable => s"$label|RAISED|${e.getClass.getName}|||${e.getMessage}"
       }
     println(line.replace("\n", " "))
   }
@@ -30,6 +30,13 @@ object ScalaProbe {
         rows(s"CREATE TEMPORARY VIEW sv USING scan OPTIONS (path '${args(1)}', format 'json')"))
       step("scan_collect")(rows("SELECT id, s FROM sv ORDER BY id"))
       step("scan_count")(rows("SELECT count(*) FROM sv"))
+      step("setting_protected")(rows("SET spark.sql.sources.commitProtocolClass=x"))
+      step("scan_path_not_found")(
+        rows(s"CREATE TEMPORARY VIEW nv USING scan OPTIONS (path '${args(1)}/nope', format 'json')"))
+      step("scan_bad_view")(
+        rows(s"CREATE TEMPORARY VIEW bv USING scan OPTIONS " +
+          s"(path '${args(2)}', format 'json', schema 'id INT')"))
+      step("scan_bad_record")(rows("SELECT * FROM bv"))
     }
     spark.stop()
   }

@@ -24,6 +24,8 @@ SOURCE = Path(__file__).with_name("ScalaProbe.scala")
 JAVA_OPTIONS = ("--add-opens=java.base/java.nio=ALL-UNNAMED",)
 """What Arrow needs on Java 17 to read results (as Spark's own launcher passes it)."""
 RUN_TIMEOUT_S = 300
+RAISED_FIELDS = ("RAISED", "exception", "condition", "SQL state", "message")
+"""A failed step's fields; the message, last, may hold any character."""
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +58,7 @@ def _run(probe: Path, address: str, *args: str) -> dict[str, list[str]]:
     for line in done.stdout.splitlines():
         label, _, rest = line.partition("|")
         if rest:
-            steps[label] = rest.split("|")
+            steps[label] = rest.split("|", len(RAISED_FIELDS) - 1)
     assert steps, done.stderr[-2000:]
     return steps
 
@@ -70,13 +72,21 @@ def scan_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def bad_record(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A JSON file whose one value cannot be read as the INT its scan declares."""
+    path = tmp_path_factory.mktemp("scala_bad_record") / "bad.json"
+    path.write_text(json.dumps({"id": "x"}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
 def steps(
-    probe: Path, upstream: Upstream, gateway: Gateway, scan_folder: Path
+    probe: Path, upstream: Upstream, gateway: Gateway, scan_folder: Path, bad_record: Path
 ) -> dict[str, dict[str, list[str]]]:
     """Each endpoint's steps; only the gateway knows temp tables and scans."""
     return {
         "direct": _run(probe, upstream.address),
-        "gateway": _run(probe, gateway.address, str(scan_folder)),
+        "gateway": _run(probe, gateway.address, str(scan_folder), str(bad_record)),
     }
 
 
@@ -99,9 +109,9 @@ def test_spark_errors_read_the_same_in_the_scala_client(
     steps: dict[str, dict[str, list[str]]], endpoint: str
 ) -> None:
     seen = steps[endpoint]
-    assert seen["parse_error"] == PARSE
-    assert seen["analysis_error"] == UNRESOLVED
-    assert seen["cttas_head_syntax_error"] == PARSE
+    assert seen["parse_error"][:4] == PARSE
+    assert seen["analysis_error"][:4] == UNRESOLVED
+    assert seen["cttas_head_syntax_error"][:4] == PARSE
 
 
 def test_a_cttas_over_a_failing_query_fails_in_the_scala_client_as_the_query_does(
@@ -121,10 +131,41 @@ def test_the_scala_client_collects_a_scan_and_reads_temp_tables(
     assert seen["scan_count"] == ["OK", "[2]"]
 
 
-def test_our_own_conditions_are_unknown_to_the_scala_clients_templates(
+@pytest.mark.parametrize(
+    ("step", "exception", "error_class", "sql_state"),
+    [
+        ("cttas_exists", "org.apache.spark.sql.AnalysisException", "TEMP_TABLE_EXISTS", "42P07"),
+        (
+            "scan_path_not_found",
+            "org.apache.spark.sql.AnalysisException",
+            "SCAN_PATH_NOT_FOUND",
+            "42K03",
+        ),
+        ("scan_bad_record", "org.apache.spark.SparkRuntimeException", "SCAN_BAD_RECORD", "22000"),
+    ],
+)
+def test_our_own_conditions_reach_the_scala_client_typed_with_our_message_and_state(
+    steps: dict[str, dict[str, list[str]]],
+    step: str,
+    exception: str,
+    error_class: str,
+    sql_state: str,
+) -> None:
+    """The exceptions the Scala client formats from Spark's templates, which know no
+    CONNECT_PLUGIN.* class: its condition is the template-free one the gateway gives it
+    (status.MESSAGE_ONLY_CLASS); exception, message and SQL state are as pyspark has them."""
+    assert steps["gateway"]["scan_bad_view"] == ["OK", ""]
+    raised, got_exception, condition, got_sql_state, message = steps["gateway"][step]
+    assert (raised, got_exception, got_sql_state) == ("RAISED", exception, sql_state)
+    assert condition == "_LEGACY_ERROR_TEMP_3100"
+    assert message.startswith(f"[CONNECT_PLUGIN.{error_class}] ")
+    assert "INTERNAL_ERROR" not in message
+
+
+def test_a_spark_exception_of_ours_keeps_its_condition_in_the_scala_client(
     steps: dict[str, dict[str, list[str]]],
 ) -> None:
-    """The limit the README states: the Scala client rebuilds an AnalysisException from
-    Spark's error-class templates, which have no CONNECT_PLUGIN.* class."""
-    internal = ["RAISED", "org.apache.spark.SparkException", "INTERNAL_ERROR", "XX000"]
-    assert steps["gateway"]["cttas_exists"] == internal
+    raised, exception, condition, sql_state, message = steps["gateway"]["setting_protected"]
+    assert (raised, exception) == ("RAISED", "org.apache.spark.SparkException")
+    assert (condition, sql_state) == ("CONNECT_PLUGIN.SETTING_PROTECTED", "46110")
+    assert message.startswith("[CONNECT_PLUGIN.SETTING_PROTECTED] the session setting")

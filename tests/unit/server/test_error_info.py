@@ -2,7 +2,10 @@
 
 pyspark's own ``convert_exception`` stands for the client: it picks the
 exception from ``classes`` and reads ``errorClass``, ``sqlState`` and
-``messageParameters``, as the Scala client does from the same metadata.
+``messageParameters``. The Scala client reads the same metadata but formats
+most typed exceptions from Spark's templates, so for it alone an error class
+of ours they lack becomes one they have (``test_scala_client.py`` runs the
+real client).
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ from connect_plugin.server import status as status_module
 from connect_plugin.server.sessions import admit_request, spark_refuses
 from connect_plugin.server.statements import Cursor, SqlText
 from connect_plugin.server.status import (
+    MESSAGE_ONLY_CLASS,
     STATUS_DETAILS_KEY,
     Status,
     emitted,
     error_class_of,
     to_grpc_status,
 )
+from tests.unit.server.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
 
 CANONICAL = "3d4a2c9e-1b7f-4c55-8a0e-5f6b7c8d9e0f"
 
@@ -163,6 +168,67 @@ def test_an_error_of_ours_without_sparks_class_stays_ours() -> None:
     raised = _client_exception(errors.TempTableQueryFailed("the write lost its files"))
     assert isinstance(raised, SparkException)
     assert raised.getCondition() == "CONNECT_PLUGIN.TEMP_TABLE_QUERY_FAILED"
+
+
+SCALA_FORMATS_FROM_TEMPLATES = (
+    "org.apache.spark.sql.AnalysisException",
+    "org.apache.spark.sql.catalyst.parser.ParseException",
+    "org.apache.spark.SparkRuntimeException",
+    "org.apache.spark.SparkUnsupportedOperationException",
+)
+"""The exceptions of ours the Scala client 4.3 builds from the template of ``errorClass``
+(seen in its ``GrpcExceptionConverter``); it builds the others as ``SparkException`` around the
+status message."""
+
+
+@pytest.mark.parametrize("exc", _every_error(), ids=lambda e: type(e).__name__)
+def test_pyspark_gets_the_very_status_it_always_got(exc: Exception) -> None:
+    assert to_grpc_status(exc, PYSPARK_REQUEST) == to_grpc_status(exc)
+
+
+@pytest.mark.parametrize("exc", _every_error(), ids=lambda e: type(e).__name__)
+def test_the_scala_client_gets_a_class_its_templates_know_and_the_rest_unchanged(
+    exc: Exception,
+) -> None:
+    pyspark, scala = to_grpc_status(exc), to_grpc_status(exc, SCALA_REQUEST)
+    assert (scala.code, scala.details) == (pyspark.code, pyspark.details)
+    (pyspark_rpc, pyspark_info), (scala_rpc, scala_info) = _info(pyspark), _info(scala)
+    assert scala_rpc.message == pyspark_rpc.message
+    assert scala_info.reason == pyspark_info.reason
+    for key in ("classes", "sqlState"):
+        assert scala_info.metadata[key] == pyspark_info.metadata[key]
+    ours = pyspark_info.metadata["errorClass"].startswith("CONNECT_PLUGIN.")
+    if ours and pyspark_info.reason in SCALA_FORMATS_FROM_TEMPLATES:
+        assert scala_info.metadata["errorClass"] == MESSAGE_ONLY_CLASS
+        parameters = json.loads(scala_info.metadata["messageParameters"])
+        assert parameters == {"message": pyspark_rpc.message}
+        assert parameters["message"].startswith(f"[{pyspark_info.metadata['errorClass']}] ")
+    else:
+        assert scala_info == pyspark_info
+
+
+def test_a_taken_temp_table_name_reaches_scala_as_an_analysis_exception_it_can_format() -> None:
+    taken = errors.TempTableExists("Temporary table [t] already exists")
+    _, info = _info(to_grpc_status(taken, SCALA_REQUEST))
+    assert json.loads(info.metadata["classes"])[0] == "org.apache.spark.sql.AnalysisException"
+    assert info.metadata["errorClass"] == "_LEGACY_ERROR_TEMP_3100"
+    assert info.metadata["sqlState"] == "42P07"
+    assert json.loads(info.metadata["messageParameters"]) == {
+        "message": "[CONNECT_PLUGIN.TEMP_TABLE_EXISTS] Temporary table [t] already exists"
+    }
+
+
+def test_a_spark_exception_of_ours_keeps_its_class_for_scala() -> None:
+    protected = errors.SettingProtected("the setting [k] is the gateway's")
+    _, info = _info(to_grpc_status(protected, SCALA_REQUEST))
+    assert info.metadata["errorClass"] == "CONNECT_PLUGIN.SETTING_PROTECTED"
+
+
+def test_an_error_spark_caused_carries_sparks_class_for_scala_too() -> None:
+    exc = _caused_by_spark(
+        "UNRESOLVED_COLUMN.WITHOUT_SUGGESTION", list(status_module.ANALYSIS_EXCEPTION), "42703"
+    )
+    assert to_grpc_status(exc, SCALA_REQUEST) == to_grpc_status(exc)
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,8 @@ from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.server.observed_metrics import (
     PYTHON_ACCUMULATOR_METRICS,
-    reads_no_python_accumulators,
     without_python_accumulators,
 )
-
-SCALA = "_SPARK_CONNECT_SCALA spark/4.3.0 scala/2.13.18 jvm/17.0.15 os/linux"
-PYTHON = "_SPARK_CONNECT_PYTHON spark/4.3.0 os/linux python/3.11.2"
 
 
 def _response(*names: str) -> bytes:
@@ -20,15 +16,6 @@ def _response(*names: str) -> bytes:
         metrics = response.observed_metrics.add(name=name)
         metrics.values.add().long = 7
     return response.SerializeToString()
-
-
-def test_only_the_scala_client_is_spared_them() -> None:
-    assert reads_no_python_accumulators(base_pb2.ExecutePlanRequest(client_type=SCALA))
-    assert reads_no_python_accumulators(
-        base_pb2.ReattachExecuteRequest(client_type="my-app " + SCALA.split(" ", 1)[1])
-    )
-    assert not reads_no_python_accumulators(base_pb2.ExecutePlanRequest(client_type=PYTHON))
-    assert not reads_no_python_accumulators(base_pb2.ExecutePlanRequest())
 
 
 def test_the_accumulator_metrics_go_and_the_rest_stays() -> None:

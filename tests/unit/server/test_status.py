@@ -23,6 +23,7 @@ from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin import errors
 from connect_plugin.server.status import (
+    MESSAGE_ONLY_CLASS,
     STATUS_DETAILS_KEY,
     STATUS_MESSAGE_LIMIT,
     Status,
@@ -32,6 +33,7 @@ from connect_plugin.server.status import (
     upstream_status,
 )
 from tests.unit.server.spark_errors import load, rpc_error
+from tests.unit.server.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
 
 ANALYSIS = [
     "org.apache.spark.sql.AnalysisException",
@@ -240,10 +242,46 @@ def test_fetched_details_agree_with_the_status() -> None:
     assert raised.getMessageParameters() == {"message": BAD}
 
 
+@pytest.mark.parametrize(
+    ("classes", "message", "sql_state"),
+    [(ANALYSIS, PLANNING, "42K03"), (PYTHON, READING, "22000")],
+    ids=["planning", "reading"],
+)
+def test_the_scala_client_is_given_a_class_its_templates_know_for_a_scan_error(
+    classes: list[str], message: str, sql_state: str
+) -> None:
+    sent = spark_status(classes, message)
+    pyspark = scan_error_status(sent)
+    assert scan_error_status(sent, PYSPARK_REQUEST) == pyspark
+    given = scan_error_status(sent, SCALA_REQUEST)
+    assert (given.code, given.details) == (pyspark.code, pyspark.details)
+    (_, pyspark_info), (_, info) = info_of(pyspark), info_of(given)
+    assert info.metadata["errorClass"] == MESSAGE_ONLY_CLASS
+    assert json.loads(info.metadata["messageParameters"]) == {"message": given.details}
+    assert given.details.startswith("[CONNECT_PLUGIN.SCAN_")
+    assert info.metadata["sqlState"] == sql_state
+    for key in ("classes", "errorId"):
+        assert info.metadata[key] == pyspark_info.metadata[key]
+
+
+def test_the_scala_client_fetches_details_with_a_class_its_templates_know() -> None:
+    sent = details_response(PYTHON, READING).SerializeToString()
+    assert scan_error_details(sent, PYSPARK_REQUEST) == scan_error_details(sent)
+    asking = base_pb2.FetchErrorDetailsRequest(client_type=SCALA_REQUEST.client_type)
+    response = base_pb2.FetchErrorDetailsResponse.FromString(scan_error_details(sent, asking))
+    root = response.errors[response.root_error_idx]
+    assert root.message == f"[CONNECT_PLUGIN.SCAN_BAD_RECORD] {BAD}\n{READING}"
+    assert root.error_type_hierarchy[0] == "org.apache.spark.SparkRuntimeException"
+    assert root.spark_throwable.error_class == MESSAGE_ONLY_CLASS
+    assert dict(root.spark_throwable.message_parameters) == {"message": root.message}
+    assert root.spark_throwable.sql_state == errors.BadRecord.sql_state
+
+
 @pytest.mark.parametrize("message", [USER_UDF, "no scan here"])
 def test_other_fetched_details_are_the_same_bytes(message: str) -> None:
     sent = details_response(PYTHON, message).SerializeToString()
     assert scan_error_details(sent) is sent
+    assert scan_error_details(sent, SCALA_REQUEST) is sent
 
 
 def test_undecodable_details_are_passed_on() -> None:
