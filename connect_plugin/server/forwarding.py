@@ -275,6 +275,8 @@ class Forwarder:
             self._observer.end(key)
 
     def _failed(self, key: Any, error: grpc.aio.AioRpcError) -> None:
+        if self._metrics is not None:
+            self._metrics.upstream_failed(error)
         if key is not None and self._observer is not None:
             self._observer.failed(key, error)
 

@@ -11,6 +11,7 @@ upstream lost (see ``expiry``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import threading
@@ -172,6 +173,7 @@ class Gateway:
         await self.recovery.run()
         if config.audit_log is not None:
             self.audit = AuditLog(config.audit_log)
+        metrics = self._serve_metrics(registry)
         handlers = PluginHandlers(
             config,
             registry,
@@ -180,9 +182,11 @@ class Gateway:
             Cloner(registry, workspace, upstream, release, Quotas(config, registry)),
             release,
             self.audit,
+            None if metrics is None else metrics.statement,
         )
         self.watch = SessionWatch(config, registry, upstream, release)
-        metrics = self._serve_metrics(registry)
+        if metrics is not None:
+            metrics.watch_actions(self.watch.figures, self.recovery)
         self.forwarder = Forwarder(
             self._channel,
             hooks=handlers.hooks(plan_methods()),
@@ -245,6 +249,8 @@ class Gateway:
             self._stop_metrics()
         if self._qualifier_check is not None:
             self._qualifier_check.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._qualifier_check
         if self.audit is not None:
             self.audit.close()
         try:

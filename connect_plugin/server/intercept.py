@@ -78,9 +78,11 @@ class PluginHandlers:
         cloner: Cloner,
         release: SessionRelease,
         audit: AuditLog | None = None,
+        count: StatementCount | None = None,
     ) -> None:
         self.config = config
         self._audit = audit
+        self._count = count
         self._sessions = sessions
         self._upstream = upstream
         self._handlers = handlers
@@ -150,7 +152,7 @@ class PluginHandlers:
         command = self._dispatch.command(request.plan) if statement is None else None
         if not works and statement is None and command is None:
             return None
-        audit = _Audited(self._audit, request, statement, command, works)
+        audit = _Audited(self._audit, self._count, request, statement, command, works)
         try:
             self._dispatch.check_changes(works, statement)
         except ConnectPluginError as exc:
@@ -303,26 +305,34 @@ def _no_progress(response: spark_proto.ExecutePlanResponse) -> None:
     """Analysis runs nothing that reports progress."""
 
 
+StatementCount = Callable[[str, str], None]
+"""Hears each handled request's kind and outcome (``ok``, ``refused``, ``failed``)."""
+
+
 class _Audited:
     """The audit lines of one ExecutePlan's statements: each handled request, how it ended."""
 
     def __init__(
         self,
         log: AuditLog | None,
+        count: StatementCount | None,
         request: spark_proto.ExecutePlanRequest,
         statement: Request | None,
         command: Request | None,
         works: list[PluginWork],
     ) -> None:
         self._log = log
+        self._count = count
         self._user, self._session = who(request)
         roots = [r for r in (statement, command) if r is not None]
         self._handled = [*roots, *(r for w in works for r in w.requests())]
 
     def _record(self, outcome: str, error_class: str | None = None) -> None:
-        if self._log is None:
-            return
         for handled in self._handled:
+            if self._count is not None:
+                self._count(type(handled).__name__, outcome)
+            if self._log is None:
+                continue
             name = getattr(handled, "name", None)
             self._log.record(
                 method="ExecutePlan",
@@ -350,7 +360,7 @@ class _Audited:
     ) -> Callable[[], Awaitable[None]] | None:
         """``after`` (the follow-ups), then the ``ok`` lines; a follow-up's failure is its
         line instead."""
-        if self._log is None:
+        if self._log is None and self._count is None:
             return after
 
         async def run() -> None:

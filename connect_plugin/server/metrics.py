@@ -13,22 +13,35 @@ class, a bounded set).
   upstream (``to_upstream``) and response bytes to clients (``to_client``);
 - ``connect_plugin_refusals_total{reason}``: calls the gateway refused
   itself (``Unauthenticated``, ``QuotaExceeded``, ``SettingProtected``, ...);
+- ``connect_plugin_statements_total{kind,outcome}``: statements and plugin
+  requests handled (``CreateTempTable``, ``UpdateTable``, ``ScanFiles``, ...;
+  ``ok``, ``refused``, ``failed``);
+- ``connect_plugin_upstream_errors_total{error_class}``: calls Spark failed;
 - ``connect_plugin_sessions``, ``connect_plugin_temp_tables`` and
   ``connect_plugin_temp_table_rows``: what the session registry holds, read
-  at each scrape.
+  at each scrape;
+- ``connect_plugin_sessions_ended_total{reason}`` and
+  ``connect_plugin_recovery_actions_total{action}``: what the expiry and the
+  start-up recovery did.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.upstream import upstream_failure
+
+if TYPE_CHECKING:
+    from connect_plugin.server.expiry import WatchFigures
+    from connect_plugin.server.recovery import Recovery
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +84,18 @@ class GatewayMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.statements = Counter(
+            "connect_plugin_statements",
+            "Statements and plugin requests the gateway handled, by kind and outcome",
+            ["kind", "outcome"],
+            registry=self.registry,
+        )
+        self.upstream_errors = Counter(
+            "connect_plugin_upstream_errors",
+            "Calls the Spark Connect server failed, by Spark's error class (or gRPC code)",
+            ["error_class"],
+            registry=self.registry,
+        )
         self._to_upstream = self.forwarded.labels("to_upstream")
         self._to_client = self.forwarded.labels("to_client")
 
@@ -87,6 +112,16 @@ class GatewayMetrics:
 
     def refused(self, reason: BaseException) -> None:
         self.refusals.labels(type(reason).__name__).inc()
+
+    def statement(self, kind: str, outcome: str) -> None:
+        self.statements.labels(kind, outcome).inc()
+
+    def upstream_failed(self, error: grpc.aio.AioRpcError) -> None:
+        self.upstream_errors.labels(upstream_failure(error).error_class or error.code().name).inc()
+
+    def watch_actions(self, figures: WatchFigures, recovery: Recovery | None) -> None:
+        """Report the expiry's and start-up recovery's actions at each scrape."""
+        self.registry.register(_Actions(figures, recovery))
 
     def watch(self, registry: SessionRegistry) -> None:
         """Report what ``registry`` holds at each scrape."""
@@ -132,3 +167,34 @@ class _Holdings:
             "Rows of every session's temporary tables (as last counted)",
             sum(table.rows or 0 for table in tables),
         )
+
+
+class _Actions:
+    """What the expiry and the start-up recovery did, read when scraped."""
+
+    def __init__(self, figures: WatchFigures, recovery: Recovery | None) -> None:
+        self._figures = figures
+        self._recovery = recovery
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        sessions = CounterMetricFamily(
+            "connect_plugin_sessions_ended",
+            "Sessions whose temporary tables the gateway dropped on its own, by why",
+            labels=["reason"],
+        )
+        sessions.add_metric(["expired"], len(self._figures.expired))
+        sessions.add_metric(["gone_upstream"], len(self._figures.gone))
+        yield sessions
+        recovery = self._recovery
+        if recovery is None:
+            return
+        actions = CounterMetricFamily(
+            "connect_plugin_recovery_actions",
+            "What the last start-up repaired, by action",
+            labels=["action"],
+        )
+        actions.add_metric(["table_rolled_back"], len(recovery.rolled_back))
+        actions.add_metric(["drop_finished"], len(recovery.drops_finished))
+        actions.add_metric(["session_gone"], len(recovery.sessions_gone))
+        actions.add_metric(["folder_swept"], len(recovery.swept))
+        yield actions

@@ -68,10 +68,9 @@ async def warn_at_start(upstream: Upstream, timeout_s: float) -> None:
         found = await asyncio.wait_for(has_database(session), timeout_s)
     except (asyncio.TimeoutError, ConnectPluginError) as exc:
         log.info("cannot ask the catalog for a database named %s now: %s", QUALIFIER, exc)
-        return
-    finally:
-        with contextlib.suppress(asyncio.TimeoutError, ConnectPluginError):
-            await asyncio.wait_for(session.release_session(), timeout_s)
+        found = False
+    with contextlib.suppress(asyncio.TimeoutError, ConnectPluginError):
+        await asyncio.wait_for(session.release_session(), timeout_s)
     if found:
         log.warning(
             "The catalog has a database named %s, which Spark also reads as the qualifier of "

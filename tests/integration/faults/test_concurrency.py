@@ -33,8 +33,8 @@ from tests.integration.faults.workspace_check import assert_consistent, workspac
 from tests.integration.support import temp_table_names
 
 SESSIONS = 32
-CYCLES = int(os.environ.get("CONNECT_PLUGIN_TEST_CYCLES", "5"))
-"""Create/query/drop cycles per session: 5 keep the suite's time; ``CONNECT_PLUGIN_TEST_CYCLES=10``
+CYCLES = int(os.environ.get("CONNECT_PLUGIN_TEST_CYCLES", "3"))
+"""Create/query/drop cycles per session: 3 keep the suite's time; ``CONNECT_PLUGIN_TEST_CYCLES=10``
 runs the 32 sessions x 10 cycles issue 6 asked for."""
 RACERS = 3
 RACE_ROUNDS = 15

@@ -1,8 +1,9 @@
 """Prometheus metrics scraped over HTTP during real traffic through the gateway.
 
 Values are asserted, not only names: calls by method and status code, their
-durations, bytes each way, streams in flight, refusals by kind, and what the
-session registry holds; and no label names a user, a session or a table.
+durations, bytes each way, streams in flight, refusals by kind, statements by
+kind and outcome, Spark's errors by class, what the session registry holds and
+what expiry and recovery did; and no label names a user, a session or a table.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ def test_metrics_count_real_traffic_and_name_no_one(measured: Gateway) -> None:
     try:
         assert spark.range(3).count() == 3
         spark.sql("CREATE TEMPORARY TABLE metered AS SELECT id FROM range(5)").collect()
+        with pytest.raises(PySparkException, match="TEMP_TABLE_EXISTS"):
+            spark.sql("CREATE TEMPORARY TABLE metered AS SELECT 1 AS id").collect()
+        spark.sql("UPDATE metered SET id = id + 1 WHERE id > 2").collect()
+        with pytest.raises(PySparkException, match="UNRESOLVED_COLUMN"):
+            spark.sql("SELECT no_such_column FROM range(1)").collect()
         with pytest.raises(PySparkException, match="SETTING_PROTECTED"):
             spark.conf.set("spark.sql.sources.commitProtocolClass", "x")
         session_id, user_id = spark.session_id, spark.client._user_id or ""
@@ -70,6 +76,21 @@ def test_metrics_count_real_traffic_and_name_no_one(measured: Gateway) -> None:
     assert _value(after, "connect_plugin_temp_tables") == 1
     assert _value(after, "connect_plugin_temp_table_rows") == 5
     assert _value(after, "connect_plugin_sessions") >= 1
+    assert grew("connect_plugin_statements_total", kind="CreateTempTable", outcome="ok") == 1
+    assert grew("connect_plugin_statements_total", kind="CreateTempTable", outcome="refused") == 1
+    assert grew("connect_plugin_statements_total", kind="UpdateTable", outcome="ok") == 1
+    unresolved = [
+        value - _value(before, name, **dict(labels))
+        for (name, labels), value in after.items()
+        if name == "connect_plugin_upstream_errors_total"
+        and dict(labels)["error_class"].startswith("UNRESOLVED_COLUMN")
+    ]
+    assert sum(unresolved) >= 1, unresolved
+    for reason in ("expired", "gone_upstream"):
+        assert ("connect_plugin_sessions_ended_total", (("reason", reason),)) in after
+    for action in ("table_rolled_back", "drop_finished", "session_gone", "folder_swept"):
+        assert _value(after, "connect_plugin_recovery_actions_total", action=action) == 0
+        assert ("connect_plugin_recovery_actions_total", (("action", action),)) in after
     for private in (session_id, "metered", *([user_id] if user_id else [])):
         assert private not in text
     _, released = _scrape(measured)

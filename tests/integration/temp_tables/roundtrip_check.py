@@ -26,7 +26,7 @@ from tests.integration.temp_tables.roundtrip_data import (
     expected_refusal,
 )
 
-DEFAULT_SECONDS = 30.0
+DEFAULT_SECONDS = 20.0
 """The property's seconds unless ``--roundtrip-seconds`` says otherwise."""
 STATS = pytest.StashKey[list["Tally"]]()
 

@@ -103,21 +103,17 @@ AMBIGUOUS = [
 
 
 @pytest.mark.parametrize("other_table", [False, True])
-@pytest.mark.parametrize("statement", AMBIGUOUS)
 def test_session_dot_a_name_that_is_no_temp_table_never_reaches_a_database_session(
-    spark: SparkSession,
-    direct: SparkSession,
-    database_session: None,
-    statement: str,
-    other_table: bool,
+    spark: SparkSession, direct: SparkSession, database_session: None, other_table: bool
 ) -> None:
     if other_table:
         spark.sql("CREATE TEMPORARY TABLE u AS SELECT 1 AS x")
-    with pytest.raises(PySparkException) as refused:
-        spark.sql(statement).collect()
-    assert refused.value.getCondition() == "CONNECT_PLUGIN.AMBIGUOUS_SESSION_QUALIFIER"
-    assert "spark_catalog.session.t" in str(refused.value)
-    assert _rows(direct, "SELECT * FROM spark_catalog.session.t") == [("permanent",)]
+    for statement in AMBIGUOUS:
+        with pytest.raises(PySparkException) as refused:
+            spark.sql(statement).collect()
+        assert refused.value.getCondition() == "CONNECT_PLUGIN.AMBIGUOUS_SESSION_QUALIFIER", statement
+        assert "spark_catalog.session.t" in str(refused.value)
+        assert _rows(direct, "SELECT * FROM spark_catalog.session.t") == [("permanent",)]
 
 
 def test_with_a_database_session_a_temp_table_and_spark_catalog_names_keep_working(

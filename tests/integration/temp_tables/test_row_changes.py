@@ -20,6 +20,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
 
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import table_folders
@@ -342,7 +343,7 @@ def test_a_crashing_python_worker_fails_the_update_and_changes_nothing(
 ) -> None:
     spark.sql("CREATE TEMPORARY TABLE t AS SELECT id, id * 2 AS v FROM range(1000)")
     folders = table_folders(workspace, spark)
-    crash = F.udf(lambda v: os._exit(3), "bigint", useArrow=False)
+    crash = F.udf(lambda v: os._exit(3), LongType(), useArrow=False)
     spark.udf.register("crash", crash)
     with pytest.raises(PySparkException) as refused:
         spark.sql("UPDATE t SET v = crash(v) WHERE id = 500").collect()

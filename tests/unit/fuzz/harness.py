@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 INPUT_CPU_SECONDS = 1.0
 """CPU time one input may take before it counts as a hang."""
-DEFAULT_SECONDS = 30.0
+DEFAULT_SECONDS = 20.0
 """The whole run's fuzzing time unless ``--fuzz-seconds`` says otherwise."""
 ROUND_EXAMPLES = 200
 """Inputs per hypothesis run; runs repeat until the target's share of time is spent."""
