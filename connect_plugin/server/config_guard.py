@@ -157,9 +157,11 @@ class ConfigGuard:
     async def check_plan(self, request: Message) -> None:
         """No compressed plan, and every SQL text inside the request's plan nodes."""
         for plan in plan_nodes(request, spark_proto.Plan):
-            if plan.WhichOneof("op_type") == "compressed_operation":
+            kind = plan.WhichOneof("op_type")
+            if kind == "compressed_operation" or (kind is None and plan.ByteSize()):
                 raise PlanError(
-                    "the request's plan is compressed, which the gateway cannot read, and so "
+                    "the request's plan is compressed (or of a kind this gateway's pyspark does "
+                    "not know), which the gateway cannot read, and so "
                     "cannot check or carry out; set the client's "
                     f"{PLAN_COMPRESSION_KEY} to -1 (the gateway answers -1 to clients that ask)"
                 )

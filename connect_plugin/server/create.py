@@ -74,8 +74,6 @@ class Rewrite:
     """The name of the observation in ``relation`` that counts the changes (if any)."""
     counting: spark_proto.Relation | None = None
     """The same counts as one row, for when Spark sends no observed metrics with a write."""
-    observed: tuple[str, ...] = ()
-    """Further observations in ``relation`` whose values ``check`` reads."""
     check: Callable[[Written], Awaitable[None]] | None = None
     """Raises when the written rows must not become the table (the write is undone)."""
 
@@ -218,7 +216,7 @@ class TableCreator:
                 taken=True,
                 progress=progress,
                 outcome="was not changed",
-                metrics=((rewrite.metric,) if rewrite.metric else ()) + rewrite.observed,
+                metrics=(rewrite.metric,) if rewrite.metric else (),
                 before_swap=checked_counts,
             )
             changed = session.tables[table.key]

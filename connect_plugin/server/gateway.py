@@ -249,7 +249,7 @@ class Gateway:
             self._stop_metrics()
         if self._qualifier_check is not None:
             self._qualifier_check.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._qualifier_check
         if self.audit is not None:
             self.audit.close()

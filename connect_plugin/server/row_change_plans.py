@@ -51,7 +51,7 @@ MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, EVERY_ROW = (
 UPDATE, DELETE, INSERT = "update", "delete", "insert"
 COUNTED = (UPDATE, DELETE, INSERT)
 """The order of the counts in the observation of a row change."""
-TARGETS_IN, TARGETS_OUT = "targets_in", "targets_out"
+TARGETS_OUT = "targets_out"
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ class Plan:
     cardinality: str | None
     """For a MERGE that must match each table row at most once: SQL that finds a row of
     the table matched by several source rows (Spark's ``MERGE_CARDINALITY_VIOLATION``),
-    for when Spark sends no observed metrics; otherwise the write's own counts tell."""
+    for when the write's own counts cannot tell (no observed metrics, or a table whose
+    rows are not counted)."""
 
     @classmethod
     def of(cls, request: ChangeRows, table: TempTable) -> Plan:
@@ -148,27 +149,12 @@ class Plan:
             cardinality,
         )
 
-    def _rows(self, targets: str) -> spark_proto.Relation:
-        """The rows the select reads: the table's, full outer joined with a MERGE's source.
-
-        ``targets``: for a MERGE whose cardinality is checked, the name of an
-        observation counting the table's rows before the join; a row matched
-        by several source rows comes out of the join once per match, so more
-        rows of the table come out than went in exactly when one was matched
-        twice.
-        """
+    def _rows(self) -> spark_proto.Relation:
+        """The rows the select reads: the table's, full outer joined with a MERGE's source."""
         with deep_messages():
             table = _aliased(*self.target)
             if self.source is None:
                 return table
-            if self.cardinality is not None and targets:
-                observed = spark_proto.Relation()
-                observed.collect_metrics.input.CopyFrom(table.subquery_alias.input)
-                observed.collect_metrics.name = targets
-                observed.collect_metrics.metrics.add().expression_string.expression = (
-                    f"count(1) AS {TARGETS_IN}"
-                )
-                table.subquery_alias.input.CopyFrom(observed)
             relation = spark_proto.Relation()
             relation.join.left.CopyFrom(table)
             relation.join.right.CopyFrom(_aliased(*self.source))
@@ -176,7 +162,7 @@ class Plan:
             relation.join.join_condition.expression_string.expression = self.on
             return relation
 
-    def _typed(self, targets: str = "") -> spark_proto.Relation:
+    def _typed(self) -> spark_proto.Relation:
         """The select, its values cast to their columns' types, a MERGE's repeated matches
         marked where it may have them."""
         fields = [StructField(f.name, f.dataType, True, f.metadata) for f in self.schema.fields]
@@ -189,7 +175,7 @@ class Plan:
                     fields.append(StructField(column, self.schema.fields[i].dataType))
         selected = spark_proto.Relation()
         with deep_messages():
-            selected.project.input.CopyFrom(self._rows(targets))
+            selected.project.input.CopyFrom(self._rows())
         for expression in self.select:
             selected.project.expressions.add().expression_string.expression = expression
         relation = spark_proto.Relation()
@@ -242,13 +228,14 @@ class Plan:
             counts.append(f"count_if({TARGET_ROW} IS NOT NULL) AS {TARGETS_OUT}")
         return counts
 
-    def relation(self, metric: str, targets: str) -> spark_proto.Relation:
+    def relation(self, metric: str) -> spark_proto.Relation:
         """The table's new rows, with the observation ``metric`` counting the changes (and,
-        when the MERGE's cardinality is checked, the table rows out of the join) and
-        ``targets`` the table rows into it."""
+        when the MERGE's cardinality is checked, the table's rows coming out of the join:
+        a row matched by several source rows comes out once per match, so more than the
+        table holds exactly when one was matched twice)."""
         observed = spark_proto.Relation()
         with deep_messages():
-            observed.collect_metrics.input.CopyFrom(self._typed(targets))
+            observed.collect_metrics.input.CopyFrom(self._typed())
         observed.collect_metrics.name = metric
         for expression in self._metrics():
             observed.collect_metrics.metrics.add().expression_string.expression = expression

@@ -162,11 +162,10 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
         if request.problem:
             raise TempTableError(f"{request.describe()}: {request.problem}")
         metric = f"connect_plugin_changes_{uuid.uuid4().hex}"
-        targets = f"connect_plugin_targets_{uuid.uuid4().hex}"
 
         async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
             plan = Plan.of(request, table)
-            relation = plan.relation(metric, targets)
+            relation = plan.relation(metric)
             ours, analysed = await asyncio.gather(
                 self._tables.view_is_table(upstream, table),
                 upstream.schema(relation),
@@ -190,10 +189,10 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
             async def check(written: Written) -> None:
                 if plan.cardinality is None:
                     return
-                went_in = written.observed.get(targets)
+                held = table.rows
                 came_out = written.observed[metric]
-                if went_in and len(came_out) > len(COUNTED):
-                    twice = came_out[len(COUNTED)] > went_in[0]
+                if held is not None and len(came_out) > len(COUNTED):
+                    twice = came_out[len(COUNTED)] > held
                 else:
                     try:
                         twice = bool(await upstream.rows(_sql(plan.cardinality)))
@@ -209,7 +208,7 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
                         "source row"
                     )
 
-            return Rewrite(relation, metric, plan.counting(), (targets,), check)
+            return Rewrite(relation, metric, plan.counting(), check=check)
 
         _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
         counts = Counts(*written.observed[metric][: len(COUNTED)])
