@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
@@ -223,9 +223,7 @@ class Forwarder:
         try:
             return self._authenticate(context.invocation_metadata() or ())
         except ConnectPluginError as exc:
-            log.info("refused an unauthenticated call: %s", exc)
-            self._refused(name, exc, None)
-            await abort_with(exc, context)
+            await self._refuse(name, exc, None, context)
 
     async def _begin(
         self, name: str, decode: type[Message] | None, request: Any, context: Any
@@ -241,9 +239,7 @@ class Forwarder:
             try:
                 self._screen(request)
             except ConnectPluginError as exc:
-                log.info("refused a request: %s", exc)
-                self._refused(name, exc, None)
-                await abort_with(exc, context)
+                await self._refuse(name, exc, None, context)
         if decode is None:
             return None, None, user, False
         message = decode_request(decode, request)
@@ -258,13 +254,19 @@ class Forwarder:
             try:
                 admitted = self._admit(message)
             except ConnectPluginError as exc:
-                log.info("refused a request: %s", exc)
-                self._refused(name, exc, message)
-                await abort_with(exc, context, message)
+                await self._refuse(name, exc, message, context)
             if not admitted:
                 return message, None, user, False
         key = None if self._observer is None else self._observer.begin(message)
         return message, key, user, True
+
+    async def _refuse(
+        self, name: str, exc: ConnectPluginError, message: Message | None, context: Any
+    ) -> NoReturn:
+        """End the call with ``exc``, which the refusal listener hears of."""
+        log.info("refused %s: %s", name, exc)
+        self._refused(name, exc, message)
+        await abort_with(exc, context, message)
 
     def _refused(self, name: str, reason: BaseException, message: Message | None) -> None:
         if self._refusal is not None:
@@ -300,9 +302,7 @@ class Forwarder:
         try:
             return await self._hooks[name](name, message, context)
         except ConnectPluginError as exc:
-            log.info("refused %s: %s", name, exc)
-            self._refused(name, exc, message)
-            await abort_with(exc, context, message)
+            await self._refuse(name, exc, message, context)
 
     @staticmethod
     async def _finish_interception(
@@ -459,9 +459,7 @@ class Forwarder:
                         async for extra in handling.prepare(handling):
                             yield extra.SerializeToString()
                     except ConnectPluginError as exc:
-                        log.info("refused %s: %s", name, exc)
-                        self._refused(name, exc, message)
-                        await abort_with(exc, context, message)
+                        await self._refuse(name, exc, message, context)
                 if handling.request is not None:
                     request = handling.request.SerializeToString()
             if self._metrics is not None:

@@ -166,6 +166,9 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
         async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
             plan = Plan.of(request, table)
             relation = plan.relation(metric)
+
+            def failed(exc: UpstreamFailed) -> TempTableQueryFailed:
+                return TempTableQueryFailed(f"{request.describe()}: {plan.in_user_terms(exc.message)}")
             ours, analysed = await asyncio.gather(
                 self._tables.view_is_table(upstream, table),
                 upstream.schema(relation),
@@ -180,9 +183,7 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
                     "tables the session has"
                 )
             if isinstance(analysed, UpstreamFailed):
-                raise TempTableQueryFailed(
-                    f"{request.describe()}: {plan.in_user_terms(analysed.message)}"
-                ) from analysed
+                raise failed(analysed) from analysed
             if isinstance(analysed, BaseException):
                 raise analysed
 
@@ -197,9 +198,7 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
                     try:
                         twice = bool(await upstream.rows(_sql(plan.cardinality)))
                     except UpstreamFailed as exc:
-                        raise TempTableQueryFailed(
-                            f"{request.describe()}: {plan.in_user_terms(exc.message)}"
-                        ) from exc
+                        raise failed(exc) from exc
                 if twice:
                     raise MergeCardinalityViolation(
                         f"{request.describe()}: the ON condition matched a row of the table "

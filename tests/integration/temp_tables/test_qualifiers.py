@@ -6,6 +6,7 @@ temporary table or view of the session is refused rather than run on the permane
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -44,15 +45,22 @@ def test_session_qualifies_a_temp_table_in_every_statement(spark: SparkSession) 
     assert temp_table_names(spark) == []
 
 
-@pytest.fixture
-def database_tmp(direct: SparkSession) -> Iterator[None]:
-    direct.sql("CREATE DATABASE IF NOT EXISTS tmp")
-    direct.sql("DROP TABLE IF EXISTS tmp.t")
-    direct.sql("CREATE TABLE tmp.t USING parquet AS SELECT 'permanent' AS s")
+@contextlib.contextmanager
+def _permanent_table_t(direct: SparkSession, database: str) -> Iterator[None]:
+    """A permanent database ``database`` with a table ``t`` of one row, 'permanent'."""
+    direct.sql(f"CREATE DATABASE IF NOT EXISTS spark_catalog.{database}")
+    direct.sql(f"DROP TABLE IF EXISTS spark_catalog.{database}.t")
+    direct.sql(f"CREATE TABLE spark_catalog.{database}.t USING parquet AS SELECT 'permanent' AS s")
     try:
         yield
     finally:
-        direct.sql("DROP DATABASE tmp CASCADE")
+        direct.sql(f"DROP DATABASE spark_catalog.{database} CASCADE")
+
+
+@pytest.fixture
+def database_tmp(direct: SparkSession) -> Iterator[None]:
+    with _permanent_table_t(direct, "tmp"):
+        yield
 
 
 @pytest.mark.parametrize(
@@ -82,13 +90,8 @@ def test_the_retired_tmp_qualifier_names_session_and_never_reaches_a_database_tm
 @pytest.fixture
 def database_session(direct: SparkSession) -> Iterator[None]:
     """A permanent database named like the qualifier, with a table ``t``."""
-    direct.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.session")
-    direct.sql("DROP TABLE IF EXISTS spark_catalog.session.t")
-    direct.sql("CREATE TABLE spark_catalog.session.t USING parquet AS SELECT 'permanent' AS s")
-    try:
+    with _permanent_table_t(direct, "session"):
         yield
-    finally:
-        direct.sql("DROP DATABASE spark_catalog.session CASCADE")
 
 
 AMBIGUOUS = [
