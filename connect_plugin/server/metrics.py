@@ -2,8 +2,8 @@
 
 What the gateway does, never who asked: no label holds a user, a session, a
 token, a table name or a path. Labels are the RPC method, its gRPC status
-code, the direction of bytes, and the kind of a refusal (the exception
-class, a bounded set).
+code, the direction of bytes, the kind of a refusal (the exception class, a
+bounded set) and the other bounded sets named below.
 
 - ``connect_plugin_rpcs_total{method,code}`` and
   ``connect_plugin_rpc_duration_seconds{method}``: every call of the Spark
@@ -13,6 +13,9 @@ class, a bounded set).
   upstream (``to_upstream``) and response bytes to clients (``to_client``);
 - ``connect_plugin_refusals_total{reason}``: calls the gateway refused
   itself (``Unauthenticated``, ``QuotaExceeded``, ``SettingProtected``, ...);
+- ``connect_plugin_quota_refusals_total{quota}``: of those, the ones over a
+  quota, by quota (``sessions_per_user``, ``tables_per_session``,
+  ``bytes_per_session``);
 - ``connect_plugin_statements_total{kind,outcome}``: statements and plugin
   requests handled (``CreateTempTable``, ``UpdateTable``, ``ScanFiles``, ...;
   ``ok``, ``refused``, ``failed``);
@@ -35,7 +38,7 @@ import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from connect_plugin.errors import ConfigError
+from connect_plugin.errors import ConfigError, QuotaExceeded
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.upstream import upstream_failure
 
@@ -84,6 +87,12 @@ class GatewayMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.quota_refusals = Counter(
+            "connect_plugin_quota_refusals",
+            "Calls refused because they would go over a quota, by quota",
+            ["quota"],
+            registry=self.registry,
+        )
         self.statements = Counter(
             "connect_plugin_statements",
             "Statements and plugin requests the gateway handled, by kind and outcome",
@@ -112,6 +121,8 @@ class GatewayMetrics:
 
     def refused(self, reason: BaseException) -> None:
         self.refusals.labels(type(reason).__name__).inc()
+        if isinstance(reason, QuotaExceeded):
+            self.quota_refusals.labels(reason.quota).inc()
 
     def statement(self, kind: str, outcome: str) -> None:
         self.statements.labels(kind, outcome).inc()

@@ -3,7 +3,8 @@
 Values are asserted, not only names: calls by method and status code, their
 durations, bytes each way, streams in flight, refusals by kind, statements by
 kind and outcome, Spark's errors by class, what the session registry holds and
-what expiry and recovery did; and no label names a user, a session or a table.
+what expiry and recovery did, refusals by quota; and no label names a user, a
+session or a table.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pyspark.sql import SparkSession
 
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import Upstream, new_session, serving
+
+BYTES_QUOTA = 200_000
+"""Far above a one-row table, far below the ~1 MB of a table of 20000 hashes."""
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -95,3 +99,36 @@ def test_metrics_count_real_traffic_and_name_no_one(measured: Gateway) -> None:
         assert private not in text
     _, released = _scrape(measured)
     assert _value(released, "connect_plugin_temp_tables") == 0
+
+
+def test_quota_refusals_are_counted_once_by_quota(upstream: Upstream, tmp_path: Path) -> None:
+    with serving(
+        upstream, tmp_path / "ws", metrics_port=0, quota_sessions_per_user=2,
+        quota_tables_per_session=2, quota_bytes_per_session=BYTES_QUOTA,
+    ) as gateway:  # fmt: skip
+        first, second, third = (new_session(gateway.address) for _ in range(3))
+        try:
+            for name in ("a", "b", "c"):
+                create = f"CREATE TEMPORARY TABLE {name} AS SELECT 1 AS x"
+                if name == "c":
+                    with pytest.raises(PySparkException, match="quota_tables_per_session"):
+                        first.sql(create).collect()
+                else:
+                    first.sql(create).collect()
+            with pytest.raises(PySparkException, match="quota_bytes_per_session"):
+                second.sql(
+                    "CREATE TEMPORARY TABLE big AS "
+                    "SELECT sha2(CAST(id AS STRING), 256) AS h FROM range(20000)"
+                ).collect()
+            second.sql("CREATE TEMPORARY TABLE small AS SELECT 1 AS x").collect()
+            with pytest.raises(PySparkException, match="quota_sessions_per_user"):
+                third.sql("CREATE TEMPORARY TABLE d AS SELECT 1 AS x").collect()
+            _, samples = _scrape(gateway)
+        finally:
+            for spark in (first, second, third):
+                spark.stop()
+    for quota in ("sessions_per_user", "tables_per_session", "bytes_per_session"):
+        assert _value(samples, "connect_plugin_quota_refusals_total", quota=quota) == 1, quota
+    assert _value(samples, "connect_plugin_refusals_total", reason="QuotaExceeded") == 3
+    assert _value(samples, "connect_plugin_statements_total", kind="CreateTempTable", outcome="refused") == 3
+    assert _value(samples, "connect_plugin_statements_total", kind="CreateTempTable", outcome="failed") == 0
