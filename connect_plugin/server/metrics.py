@@ -20,9 +20,12 @@ bounded set) and the other bounded sets named below.
   requests handled (``CreateTempTable``, ``UpdateTable``, ``ScanFiles``, ...;
   ``ok``, ``refused``, ``failed``);
 - ``connect_plugin_upstream_errors_total{error_class}``: calls Spark failed;
-- ``connect_plugin_sessions``, ``connect_plugin_temp_tables`` and
-  ``connect_plugin_temp_table_rows``: what the session registry holds, read
-  at each scrape;
+- ``connect_plugin_sessions``, ``connect_plugin_temp_tables``,
+  ``connect_plugin_temp_table_rows`` and ``connect_plugin_temp_table_bytes``:
+  what the session registry holds, read at each scrape; rows and bytes as
+  last counted and measured (bytes when the gateway wrote a table's files,
+  never by walking the workspace at a scrape: a table Spark added files to
+  by INSERT counts 0 until it is written again);
 - ``connect_plugin_sessions_ended_total{reason}`` and
   ``connect_plugin_recovery_actions_total{action}``: what the expiry and the
   start-up recovery did.
@@ -159,7 +162,8 @@ class GatewayMetrics:
 
 
 class _Holdings:
-    """Sessions, temp tables and their rows, read from the session registry when scraped."""
+    """Sessions, temp tables, their rows and bytes, read from the session registry when
+    scraped."""
 
     def __init__(self, sessions: Callable[[], Iterable[Any]]) -> None:
         self._sessions = sessions
@@ -177,6 +181,11 @@ class _Holdings:
             "connect_plugin_temp_table_rows",
             "Rows of every session's temporary tables (as last counted)",
             sum(table.rows or 0 for table in tables),
+        )
+        yield GaugeMetricFamily(
+            "connect_plugin_temp_table_bytes",
+            "Bytes of the data files of every session's temporary tables (as last measured)",
+            sum(table.size or 0 for table in tables),
         )
 
 

@@ -50,16 +50,20 @@ class Quotas:
         *,
         outcome: str = "was not created",
     ) -> None:
-        """After a CTTAS (or a rewrite) wrote ``table``'s files, before it gets its name."""
+        """After a CTTAS (or a rewrite) wrote ``table``'s files, before it gets its name.
+
+        Tables measured since their files were last written count as measured;
+        the others (Spark added files to them) are measured now.
+        """
         limit = self._config.quota_bytes_per_session
         if not limit:
             return
         others = sum(
-            Workspace.size(t.location)
+            _measured(t)
             for t in session.tables.values()
             if replaced is None or t.location != replaced.location
         )
-        written = Workspace.size(table.location)
+        written = _measured(table)
         if others + written > limit:
             raise QuotaExceeded(
                 f"temporary table [{table.name}] {outcome}: quota_bytes_per_session is "
@@ -96,3 +100,7 @@ class Quotas:
                 "drop their tables or release sessions first",
                 quota=SESSIONS_PER_USER,
             )
+
+
+def _measured(table: TempTable) -> int:
+    return Workspace.size(table.location) if table.size is None else table.size

@@ -3,8 +3,8 @@
 Values are asserted, not only names: calls by method and status code, their
 durations, bytes each way, streams in flight, refusals by kind, statements by
 kind and outcome, Spark's errors by class, what the session registry holds and
-what expiry and recovery did, refusals by quota; and no label names a user, a
-session or a table.
+what expiry and recovery did, refusals by quota, the bytes of temp tables; and no
+label names a user, a session or a table.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from connect_plugin.server.gateway import Gateway
-from tests.integration.support import Upstream, new_session, serving
+from tests.integration.support import Upstream, new_session, serving, table_folders
 
 BYTES_QUOTA = 200_000
 """Far above a one-row table, far below the ~1 MB of a table of 20000 hashes."""
@@ -132,3 +132,36 @@ def test_quota_refusals_are_counted_once_by_quota(upstream: Upstream, tmp_path: 
     assert _value(samples, "connect_plugin_refusals_total", reason="QuotaExceeded") == 3
     assert _value(samples, "connect_plugin_statements_total", kind="CreateTempTable", outcome="refused") == 3
     assert _value(samples, "connect_plugin_statements_total", kind="CreateTempTable", outcome="failed") == 0
+
+
+def _data_bytes(folders: list[Path]) -> int:
+    """Bytes of the files below ``folders``, Spark's hidden ones (``.crc``, ``_SUCCESS``) left out."""
+    return sum(
+        path.stat().st_size
+        for folder in folders
+        for path in folder.rglob("*")
+        if path.is_file() and not path.name.startswith((".", "_"))
+    )
+
+
+def test_temp_table_bytes_are_those_of_their_files(measured: Gateway) -> None:
+    spark = new_session(measured.address)
+    try:
+        spark.sql("CREATE TEMPORARY TABLE small AS SELECT id FROM range(10)").collect()
+        spark.sql(
+            "CREATE TEMPORARY TABLE wide PARTITIONED BY (k) AS "
+            "SELECT id % 3 AS k, sha2(CAST(id AS STRING), 256) AS h FROM range(3000)"
+        ).collect()
+        folders = table_folders(measured.config.workspace, spark)
+        _, both = _scrape(measured)
+        on_disk = _data_bytes(folders)
+        spark.sql("DROP TABLE small").collect()
+        (remaining,) = table_folders(measured.config.workspace, spark)
+        _, one = _scrape(measured)
+        remaining_on_disk = _data_bytes([remaining])
+    finally:
+        spark.stop()
+    assert len(folders) == 2
+    assert on_disk > remaining_on_disk > 0
+    assert _value(both, "connect_plugin_temp_table_bytes") == on_disk
+    assert _value(one, "connect_plugin_temp_table_bytes") == remaining_on_disk
