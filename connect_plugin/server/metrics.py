@@ -20,6 +20,10 @@ bounded set) and the other bounded sets named below.
   requests handled (``CreateTempTable``, ``UpdateTable``, ``ScanFiles``, ...;
   ``ok``, ``refused``, ``failed``);
 - ``connect_plugin_upstream_errors_total{error_class}``: calls Spark failed;
+- ``connect_plugin_scan_rows_total{policy}``: rows the scans of queries
+  read, from the metrics Spark sends with a query's results, by the scans'
+  bad-record policy (``fail``, ``skip``, ``null``, ``reject``, ``mixed``;
+  see ``scan_rows``);
 - ``connect_plugin_sessions``, ``connect_plugin_temp_tables``,
   ``connect_plugin_temp_table_rows`` and ``connect_plugin_temp_table_bytes``:
   what the session registry holds, read at each scrape; rows and bytes as
@@ -102,6 +106,12 @@ class GatewayMetrics:
             ["kind", "outcome"],
             registry=self.registry,
         )
+        self.scan_rows = Counter(
+            "connect_plugin_scan_rows",
+            "Rows the scans of queries read, as Spark reports them, by bad-record policy",
+            ["policy"],
+            registry=self.registry,
+        )
         self.upstream_errors = Counter(
             "connect_plugin_upstream_errors",
             "Calls the Spark Connect server failed, by Spark's error class (or gRPC code)",
@@ -129,6 +139,9 @@ class GatewayMetrics:
 
     def statement(self, kind: str, outcome: str) -> None:
         self.statements.labels(kind, outcome).inc()
+
+    def scanned(self, policy: str, rows: int) -> None:
+        self.scan_rows.labels(policy).inc(rows)
 
     def upstream_failed(self, error: grpc.aio.AioRpcError) -> None:
         self.upstream_errors.labels(upstream_failure(error).error_class or error.code().name).inc()

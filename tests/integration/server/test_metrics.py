@@ -3,12 +3,14 @@
 Values are asserted, not only names: calls by method and status code, their
 durations, bytes each way, streams in flight, refusals by kind, statements by
 kind and outcome, Spark's errors by class, what the session registry holds and
-what expiry and recovery did, refusals by quota, the bytes of temp tables; and no
-label names a user, a session or a table.
+what expiry and recovery did, refusals by quota, the bytes of temp tables, the
+rows scans read by bad-record policy; and no label names a user, a session or a
+table.
 """
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +18,17 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
+import connect_plugin
 from connect_plugin.server.gateway import Gateway
-from tests.integration.support import Upstream, new_session, serving, table_folders
+from tests.integration.support import (
+    SENDER_MAX_STREAM_SIZE,
+    Upstream,
+    new_session,
+    serving,
+    table_folders,
+)
 
 BYTES_QUOTA = 200_000
 """Far above a one-row table, far below the ~1 MB of a table of 20000 hashes."""
@@ -165,3 +174,50 @@ def test_temp_table_bytes_are_those_of_their_files(measured: Gateway) -> None:
     assert on_disk > remaining_on_disk > 0
     assert _value(both, "connect_plugin_temp_table_bytes") == on_disk
     assert _value(one, "connect_plugin_temp_table_bytes") == remaining_on_disk
+
+
+def _bad_json(root: Path, files: int, good: int, width: int = 1) -> Path:
+    """``files`` json-lines files of ``good`` rows ``{"a": n, "s": ...}`` and one bad line each."""
+    root.mkdir()
+    for index in range(files):
+        lines = [json.dumps({"a": n, "s": "x" * width}) for n in range(good)]
+        lines.insert(good // 2, '{"a": ')
+        (root / f"{index}.json").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_scan_rows_are_counted_by_policy_as_spark_reports_them(
+    measured: Gateway, tmp_path: Path
+) -> None:
+    files = _bad_json(tmp_path / "small", files=3, good=10)
+    wide_rows = 3 * SENDER_MAX_STREAM_SIZE // 1000
+    wide = _bad_json(tmp_path / "wide", files=1, good=wide_rows, width=1000)
+    _, before = _scrape(measured)
+    spark = new_session(measured.address)
+    try:
+
+        def scan(root: Path, policy: str) -> DataFrame:
+            return connect_plugin.scan(
+                spark, str(root), format="json", schema="a BIGINT, s STRING", on_error=policy
+            )
+
+        skipped = scan(files, "skip")
+        assert len(skipped.collect()) == 30
+        assert skipped.executionInfo is not None
+        assert skipped.executionInfo.metrics is not None
+        assert "numOutputRows: 30 (sum)" in skipped.executionInfo.metrics.toText()
+        assert len(scan(files, "null").collect()) == 33
+        assert len(scan(files, "skip").union(scan(files, "null")).collect()) == 63
+        assert len(scan(wide, "skip").collect()) == wide_rows
+        spark.range(5).collect()
+        _, after = _scrape(measured)
+    finally:
+        spark.stop()
+
+    def grew(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    assert grew("connect_plugin_scan_rows_total", policy="skip") == 30 + wide_rows
+    assert grew("connect_plugin_scan_rows_total", policy="null") == 33
+    assert grew("connect_plugin_scan_rows_total", policy="mixed") == 63
+    assert grew("connect_plugin_rpcs_total", method="ReattachExecute", code="OK") >= 1
