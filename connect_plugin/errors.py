@@ -232,7 +232,16 @@ class SettingProtected(ConnectPluginError):
 
 
 class QuotaExceeded(ConnectPluginError):
-    """A user's session, temp table or bytes would go over a configured quota."""
+    """A user's session, temp table or bytes would go over a configured quota.
+
+    ``quota`` names the quota (its setting without the ``quota_`` prefix:
+    ``sessions_per_user``, ``tables_per_session``, ``bytes_per_session``), so
+    the metrics count refusals by quota without reading the message.
+    """
+
+    def __init__(self, message: str, *, quota: str) -> None:
+        super().__init__(message)
+        self.quota = quota
 
 
 class RegistryInUse(RegistryError):

@@ -190,7 +190,7 @@ class TableCreator:
                 raise WorkspaceError(
                     f"Temporary table [{table.name}] was not changed: {exc}"
                 ) from exc
-            new = dataclasses.replace(table, location=location, rows=0)
+            new = dataclasses.replace(table, location=location, rows=0, size=None)
 
             async def counted(written: Written) -> Written:
                 if rewrite.counting is None or rewrite.metric in written.observed:
@@ -258,6 +258,7 @@ class TableCreator:
             if before_swap is not None:
                 written = await before_swap(written)
             self._workspace.secure(table.location)
+            table = dataclasses.replace(table, size=self._workspace.size(table.location))
             self._quotas.check_written(session, table, existing, outcome=outcome)
             viewing = True
             await create_view(upstream, table, replace=taken, outcome=outcome)

@@ -7,7 +7,8 @@ without code changes). Metadata, deadlines, cancellation and error statuses
 with their trailers go through intact, so the client rebuilds the same
 exception Spark raised. One exception to the bytes: results that carry Python
 accumulator metrics for the Scala client, which cannot read them
-(``observed_metrics``).
+(``observed_metrics``). With metrics on, the results of a request that held a
+scan have their plan metrics read, and only those (``scan_rows``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ class Interception:
     next request must find the follow-up done);
     ``respond`` (methods with one response) turns the upstream's response
     into the one the client gets; ``failed`` is told of the upstream's error
-    when the upstream call fails (``finish`` then never runs).
+    when the upstream call fails (``finish`` then never runs); ``responses``
+    (streaming methods) sees each upstream response, as bytes, before the
+    client gets it.
     """
 
     request: Message | None = None
@@ -94,6 +97,7 @@ class Interception:
     finish: Callable[[], Awaitable[None]] | None = None
     respond: Callable[[bytes], bytes] | None = None
     failed: Callable[[grpc.aio.AioRpcError], None] | None = None
+    responses: Callable[[bytes], None] | None = None
 
 
 RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
@@ -477,8 +481,11 @@ class Forwarder:
                 if response is not eof:
                     self._responded(key, name, response)
                 held = handling is not None and handling.finish is not None
+                seen = None if handling is None else handling.responses
                 last = None
                 while response is not eof:
+                    if seen is not None:
+                        seen(response)
                     if scrub:
                         response = without_python_accumulators(response)
                     if held:

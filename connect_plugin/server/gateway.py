@@ -54,6 +54,7 @@ from connect_plugin.server.row_changes import (
     TruncateHandler,
     UpdateHandler,
 )
+from connect_plugin.server.scan_rows import ScanRows
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.scans import ScanHandler, Scans
 from connect_plugin.server.session_store import SqliteSessionStore
@@ -183,6 +184,7 @@ class Gateway:
             release,
             self.audit,
             None if metrics is None else metrics.statement,
+            None if metrics is None else ScanRows(metrics.scanned),
         )
         self.watch = SessionWatch(config, registry, upstream, release)
         if metrics is not None:

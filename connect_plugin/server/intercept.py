@@ -48,6 +48,7 @@ from connect_plugin.server.python_workers import learn_server_side_session
 from connect_plugin.server.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.requests import Request
+from connect_plugin.server.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.status import error_class_of, scan_error_details
 from connect_plugin.server.upstream import SessionContext, Upstream, upstream_failure
@@ -79,10 +80,12 @@ class PluginHandlers:
         release: SessionRelease,
         audit: AuditLog | None = None,
         count: StatementCount | None = None,
+        scan_rows: ScanRows | None = None,
     ) -> None:
         self.config = config
         self._audit = audit
         self._count = count
+        self._scan_rows = scan_rows
         self._sessions = sessions
         self._upstream = upstream
         self._handlers = handlers
@@ -180,7 +183,11 @@ class PluginHandlers:
                 audit.refused(exc)
                 raise
 
-        return self._with_progress(request, handle, audit)
+        interception = self._with_progress(request, handle, audit)
+        policy = scan_policy(r for w in works for r in w.requests())
+        if self._scan_rows is not None and policy is not None:
+            interception.responses = self._scan_rows.executed(request, policy)
+        return interception
 
     async def analyze_plan(
         self, method: str, request: spark_proto.AnalyzePlanRequest, context: Any
@@ -295,10 +302,11 @@ class PluginHandlers:
     async def reattach_execute(
         self, method: str, request: spark_proto.ReattachExecuteRequest, context: Any
     ) -> Interception | None:
+        watch = None if self._scan_rows is None else self._scan_rows.reattached(request)
         if not request.last_response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
-            return None
+            return None if watch is None else Interception(responses=watch)
         request.ClearField("last_response_id")
-        return Interception(request=request)
+        return Interception(request=request, responses=watch)
 
 
 def _no_progress(response: spark_proto.ExecutePlanResponse) -> None:

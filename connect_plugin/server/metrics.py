@@ -2,8 +2,8 @@
 
 What the gateway does, never who asked: no label holds a user, a session, a
 token, a table name or a path. Labels are the RPC method, its gRPC status
-code, the direction of bytes, and the kind of a refusal (the exception
-class, a bounded set).
+code, the direction of bytes, the kind of a refusal (the exception class, a
+bounded set) and the other bounded sets named below.
 
 - ``connect_plugin_rpcs_total{method,code}`` and
   ``connect_plugin_rpc_duration_seconds{method}``: every call of the Spark
@@ -13,13 +13,23 @@ class, a bounded set).
   upstream (``to_upstream``) and response bytes to clients (``to_client``);
 - ``connect_plugin_refusals_total{reason}``: calls the gateway refused
   itself (``Unauthenticated``, ``QuotaExceeded``, ``SettingProtected``, ...);
+- ``connect_plugin_quota_refusals_total{quota}``: of those, the ones over a
+  quota, by quota (``sessions_per_user``, ``tables_per_session``,
+  ``bytes_per_session``);
 - ``connect_plugin_statements_total{kind,outcome}``: statements and plugin
   requests handled (``CreateTempTable``, ``UpdateTable``, ``ScanFiles``, ...;
   ``ok``, ``refused``, ``failed``);
 - ``connect_plugin_upstream_errors_total{error_class}``: calls Spark failed;
-- ``connect_plugin_sessions``, ``connect_plugin_temp_tables`` and
-  ``connect_plugin_temp_table_rows``: what the session registry holds, read
-  at each scrape;
+- ``connect_plugin_scan_rows_total{policy}``: rows the scans of queries
+  read, from the metrics Spark sends with a query's results, by the scans'
+  bad-record policy (``fail``, ``skip``, ``null``, ``reject``, ``mixed``;
+  see ``scan_rows``);
+- ``connect_plugin_sessions``, ``connect_plugin_temp_tables``,
+  ``connect_plugin_temp_table_rows`` and ``connect_plugin_temp_table_bytes``:
+  what the session registry holds, read at each scrape; rows and bytes as
+  last counted and measured (bytes when the gateway wrote a table's files,
+  never by walking the workspace at a scrape: a table Spark added files to
+  by INSERT counts 0 until it is written again);
 - ``connect_plugin_sessions_ended_total{reason}`` and
   ``connect_plugin_recovery_actions_total{action}``: what the expiry and the
   start-up recovery did.
@@ -35,7 +45,7 @@ import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from connect_plugin.errors import ConfigError
+from connect_plugin.errors import ConfigError, QuotaExceeded
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.upstream import upstream_failure
 
@@ -84,10 +94,22 @@ class GatewayMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.quota_refusals = Counter(
+            "connect_plugin_quota_refusals",
+            "Calls refused because they would go over a quota, by quota",
+            ["quota"],
+            registry=self.registry,
+        )
         self.statements = Counter(
             "connect_plugin_statements",
             "Statements and plugin requests the gateway handled, by kind and outcome",
             ["kind", "outcome"],
+            registry=self.registry,
+        )
+        self.scan_rows = Counter(
+            "connect_plugin_scan_rows",
+            "Rows the scans of queries read, as Spark reports them, by bad-record policy",
+            ["policy"],
             registry=self.registry,
         )
         self.upstream_errors = Counter(
@@ -112,9 +134,14 @@ class GatewayMetrics:
 
     def refused(self, reason: BaseException) -> None:
         self.refusals.labels(type(reason).__name__).inc()
+        if isinstance(reason, QuotaExceeded):
+            self.quota_refusals.labels(reason.quota).inc()
 
     def statement(self, kind: str, outcome: str) -> None:
         self.statements.labels(kind, outcome).inc()
+
+    def scanned(self, policy: str, rows: int) -> None:
+        self.scan_rows.labels(policy).inc(rows)
 
     def upstream_failed(self, error: grpc.aio.AioRpcError) -> None:
         self.upstream_errors.labels(upstream_failure(error).error_class or error.code().name).inc()
@@ -148,7 +175,8 @@ class GatewayMetrics:
 
 
 class _Holdings:
-    """Sessions, temp tables and their rows, read from the session registry when scraped."""
+    """Sessions, temp tables, their rows and bytes, read from the session registry when
+    scraped."""
 
     def __init__(self, sessions: Callable[[], Iterable[Any]]) -> None:
         self._sessions = sessions
@@ -166,6 +194,11 @@ class _Holdings:
             "connect_plugin_temp_table_rows",
             "Rows of every session's temporary tables (as last counted)",
             sum(table.rows or 0 for table in tables),
+        )
+        yield GaugeMetricFamily(
+            "connect_plugin_temp_table_bytes",
+            "Bytes of the data files of every session's temporary tables (as last measured)",
+            sum(table.size or 0 for table in tables),
         )
 
 

@@ -150,6 +150,35 @@ def nesting_depth(data: bytes, descriptor: Descriptor, limit: int) -> int | None
     return deepest
 
 
+def top_level_fields(data: bytes, numbers: frozenset[int]) -> dict[int, bytes]:
+    """The length-delimited top-level fields of ``data`` numbered in ``numbers`` (the last
+    of each), found without decoding the others: each other field is skipped whole, so the
+    cost is one step per top-level field, whatever its size. Empty when malformed."""
+    found: dict[int, bytes] = {}
+    position, end = 0, len(data)
+    while position < end:
+        key, position = _varint(data, position, end)
+        wire_type, number = key & 7, key >> 3
+        if wire_type == 0:
+            _, position = _varint(data, position, end)
+        elif wire_type == 1:
+            position += 8
+        elif wire_type == 5:
+            position += 4
+        elif wire_type == 2:
+            length, position = _varint(data, position, end)
+            if position < 0 or position + length > end:
+                return {}
+            if number in numbers:
+                found[number] = data[position : position + length]
+            position += length
+        else:
+            return {}
+        if position < 0 or position > end:
+            return {}
+    return found
+
+
 _MAX_VARINT_BYTES = 10
 
 

@@ -34,7 +34,8 @@ from typing import Protocol
 from connect_plugin.errors import RegistryError
 from connect_plugin.server.private_files import secure_sqlite
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first schema; 2: a table's ``size`` (a column added to a version 1 store)."""
 BUSY_TIMEOUT_MS = 5_000
 
 
@@ -51,6 +52,10 @@ class TempTable:
     rows: int | None
     """None: Spark added files since the rows were last counted (INSERT, a scan's rejects)."""
     created: datetime.datetime
+    size: int | None = None
+    """Bytes of its data files when last measured (after the gateway wrote them); None:
+    not measured since Spark added files (INSERT, a scan's rejects), or stored by a gateway
+    that measured none."""
 
     @property
     def key(self) -> str:
@@ -112,11 +117,17 @@ class SessionStore(Protocol):
 
     def set_state(self, locations: Sequence[Path], state: TableState) -> None: ...
 
-    def finish_create(self, location: Path, rows: int, replaced: Path | None) -> None:
-        """Mark a created table ready and, atomically, the one it replaces dropping."""
+    def finish_create(
+        self, location: Path, rows: int, replaced: Path | None, *, size: int | None
+    ) -> None:
+        """Mark a created table ready (its rows and bytes) and, atomically, the one it
+        replaces dropping."""
 
     def set_rows(self, location: Path, rows: int | None) -> None:
         """Record a table's row count (None: not known until counted again)."""
+
+    def files_added(self, location: Path) -> None:
+        """Spark added files to a table: its rows and bytes are not known any more."""
 
     def remove_tables(self, locations: Sequence[Path]) -> None: ...
 
@@ -155,6 +166,7 @@ CREATE TABLE IF NOT EXISTS temp_tables (
     created TEXT NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('creating', 'ready', 'dropping')),
     operation_id TEXT NOT NULL,
+    size INTEGER,
     FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id)
         ON DELETE CASCADE
 )""",
@@ -166,8 +178,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_ready_table_per_name
 
 _TABLE_COLUMNS = (
     "location, user_id, session_id, name, name_key, format, schema_json, partition_columns, "
-    "options, rows, created, state, operation_id"
+    "options, rows, created, state, operation_id, size"
 )
+
+_MIGRATIONS = {1: ("ALTER TABLE temp_tables ADD COLUMN size INTEGER",)}
+"""The statements that bring a store of a version (the key) to the next one."""
 
 
 class SqliteSessionStore:
@@ -213,7 +228,11 @@ class SqliteSessionStore:
         if version == SCHEMA_VERSION:
             return
         with self._transaction() as db:
-            for statement in _SCHEMA:
+            if version == 0:
+                statements: Sequence[str] = _SCHEMA
+            else:
+                statements = [s for v in range(version, SCHEMA_VERSION) for s in _MIGRATIONS[v]]
+            for statement in statements:
                 db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -266,7 +285,7 @@ class SqliteSessionStore:
             )
             db.execute(
                 f"INSERT INTO temp_tables ({_TABLE_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     str(table.location),
                     session.user_id,
@@ -281,6 +300,7 @@ class SqliteSessionStore:
                     table.created.isoformat(),
                     state.value,
                     operation_id,
+                    table.size,
                 ),
             )
 
@@ -291,7 +311,9 @@ class SqliteSessionStore:
                 [(state.value, str(location)) for location in locations],
             )
 
-    def finish_create(self, location: Path, rows: int, replaced: Path | None) -> None:
+    def finish_create(
+        self, location: Path, rows: int, replaced: Path | None, *, size: int | None
+    ) -> None:
         with self._transaction() as db:
             if replaced is not None:
                 db.execute(
@@ -299,8 +321,9 @@ class SqliteSessionStore:
                     (TableState.DROPPING.value, str(replaced)),
                 )
             db.execute(
-                "UPDATE temp_tables SET state = ?, rows = ?, operation_id = '' WHERE location = ?",
-                (TableState.READY.value, rows, str(location)),
+                "UPDATE temp_tables SET state = ?, rows = ?, size = ?, operation_id = '' "
+                "WHERE location = ?",
+                (TableState.READY.value, rows, size, str(location)),
             )
 
     def set_rows(self, location: Path, rows: int | None) -> None:
@@ -308,6 +331,13 @@ class SqliteSessionStore:
             db.execute(
                 "UPDATE temp_tables SET rows = ? WHERE location = ?",
                 (_UNCOUNTED if rows is None else rows, str(location)),
+            )
+
+    def files_added(self, location: Path) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE temp_tables SET rows = ?, size = NULL WHERE location = ?",
+                (_UNCOUNTED, str(location)),
             )
 
     def remove_tables(self, locations: Sequence[Path]) -> None:
@@ -354,6 +384,7 @@ def _table_from_row(row: tuple[object, ...]) -> StoredTable:
         created,
         state,
         operation_id,
+        size,
     ) = row
     table = TempTable(
         name=str(name),
@@ -364,6 +395,7 @@ def _table_from_row(row: tuple[object, ...]) -> StoredTable:
         options=dict(json.loads(str(options))),
         rows=None if int(str(rows)) == _UNCOUNTED else int(str(rows)),
         created=datetime.datetime.fromisoformat(str(created)),
+        size=None if size is None else int(str(size)),
     )
     return StoredTable(str(user_id), str(session_id), table, TableState(state), str(operation_id))
 

@@ -360,7 +360,10 @@ class SessionRegistry:
         """The table's view exists: make it ``ready`` (and the replaced one ``dropping``)."""
         assert table.rows is not None
         self.store.finish_create(
-            table.location, table.rows, None if replaced is None else replaced.location
+            table.location,
+            table.rows,
+            None if replaced is None else replaced.location,
+            size=table.size,
         )
         session.tables[table.key] = table
 
@@ -371,6 +374,15 @@ class SessionRegistry:
         if session.tables.get(table.key) is table:
             session.tables[table.key] = counted
         return counted
+
+    def files_added(self, session: Session, table: TempTable) -> TempTable:
+        """The table once Spark added files to it: rows and bytes not known, in memory and
+        stored."""
+        unmeasured = dataclasses.replace(table, rows=None, size=None)
+        self.store.files_added(table.location)
+        if session.tables.get(table.key) is table:
+            session.tables[table.key] = unmeasured
+        return unmeasured
 
     def begin_drop(self, tables: Iterable[TempTable]) -> None:
         """Mark tables ``dropping`` before their views and files go."""

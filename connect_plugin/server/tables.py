@@ -191,12 +191,13 @@ class Tables:
 
     def written(self, context: SessionContext, name: Name) -> None:
         """Spark added files to a temp table (INSERT, a scan's rejects): make them private,
-        and count its rows again when they are next asked for."""
+        and count its rows again when they are next asked for (its bytes are not measured
+        again: that would walk all its files at each INSERT)."""
         session = self._registry.find(context.user_id, context.session_id)
         table = self.lookup(context, name)
         if session is not None and table is not None:
             self._workspace.secure(table.location)
-            self._registry.set_rows(session, table, None)
+            self._registry.files_added(session, table)
 
     async def _count(self, context: SessionContext, table: TempTable) -> TempTable:
         """The table with its rows counted, if Spark added files since they last were."""

@@ -26,7 +26,9 @@ from connect_plugin.server.workspace import LOCK_FILE, PRIVATE_DIR, REGISTRY_FIL
 USER = "alice"
 
 
-def _table(workspace: Path, session_id: str, name: str = "T1", rows: int = 0) -> TempTable:
+def _table(
+    workspace: Path, session_id: str, name: str = "T1", rows: int = 0, size: int | None = None
+) -> TempTable:
     return TempTable(
         name=name,
         location=workspace / session_id / str(uuid.uuid4()),
@@ -36,6 +38,7 @@ def _table(workspace: Path, session_id: str, name: str = "T1", rows: int = 0) ->
         options={"compression": "zstd", "x": "1"},
         rows=rows,
         created=datetime.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.timezone.utc),
+        size=size,
     )
 
 
@@ -57,7 +60,7 @@ def _reopen(store: SqliteSessionStore) -> SqliteSessionStore:
 
 def test_round_trip_keeps_every_field(store: SqliteSessionStore, tmp_path: Path) -> None:
     sid = str(uuid.uuid4())
-    table = _table(tmp_path, sid, rows=42)
+    table = _table(tmp_path, sid, rows=42, size=4096)
     store.add_table(_session(sid), table, TableState.READY)
     store = _reopen(store)
     try:
@@ -76,15 +79,21 @@ def test_states_follow_create_replace_drop(store: SqliteSessionStore, tmp_path: 
     old = _table(tmp_path, sid, "t", rows=1)
     store.add_table(_session(sid), old, TableState.CREATING, "op-1")
     assert [(r.state, r.operation_id) for r in store.load().tables] == [(TableState.CREATING, "op-1")]
-    store.finish_create(old.location, 1, replaced=None)
+    store.finish_create(old.location, 1, replaced=None, size=10)
     new = _table(tmp_path, sid, "T")
     store.add_table(_session(sid, at=200.0), new, TableState.CREATING, "op-2")
-    store.finish_create(new.location, 7, replaced=old.location)
-    states = {r.table.location: (r.state, r.table.rows, r.operation_id) for r in store.load().tables}
-    assert states == {
-        old.location: (TableState.DROPPING, 1, ""),
-        new.location: (TableState.READY, 7, ""),
+    store.finish_create(new.location, 7, replaced=old.location, size=70)
+    states = {
+        r.table.location: (r.state, r.table.rows, r.table.size, r.operation_id)
+        for r in store.load().tables
     }
+    assert states == {
+        old.location: (TableState.DROPPING, 1, 10, ""),
+        new.location: (TableState.READY, 7, 70, ""),
+    }
+    store.files_added(new.location)
+    (added,) = [r.table for r in store.load().tables if r.table.location == new.location]
+    assert (added.rows, added.size) == (None, None)
     store.remove_tables([old.location])
     store.set_state([new.location], TableState.DROPPING)
     assert [r.state for r in store.load().tables] == [TableState.DROPPING]
@@ -136,6 +145,66 @@ def test_the_file_is_wal_and_refuses_a_newer_schema(tmp_path: Path) -> None:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(RegistryError, match="newer connect-plugin"):
         SqliteSessionStore(path)
+
+
+_VERSION_1_TABLES = """
+CREATE TABLE temp_tables (
+    location TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    format TEXT NOT NULL,
+    schema_json TEXT NOT NULL,
+    partition_columns TEXT NOT NULL,
+    options TEXT NOT NULL,
+    rows INTEGER NOT NULL,
+    created TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('creating', 'ready', 'dropping')),
+    operation_id TEXT NOT NULL,
+    FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id)
+        ON DELETE CASCADE
+)"""
+"""The table of the first schema, as a gateway before table sizes wrote it."""
+
+
+def test_a_version_1_store_keeps_its_tables_with_sizes_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite3"
+    sid = str(uuid.uuid4())
+    location = tmp_path / sid / str(uuid.uuid4())
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE sessions (user_id TEXT NOT NULL, session_id TEXT NOT NULL, "
+            "server_side_session_id TEXT NOT NULL, last_activity REAL NOT NULL, "
+            "PRIMARY KEY (user_id, session_id))"
+        )
+        db.execute(_VERSION_1_TABLES)
+        db.execute("INSERT INTO sessions VALUES (?, ?, 'server-1', 100.0)", (USER, sid))
+        db.execute(
+            "INSERT INTO temp_tables VALUES (?, ?, ?, 'old', 'old', 'parquet', '{}', '[]', '{}', "
+            "5, '2025-01-02T03:04:05+00:00', 'ready', '')",
+            (str(location), USER, sid),
+        )
+        db.execute("PRAGMA user_version = 1")
+    db.close()
+    store = SqliteSessionStore(path)
+    try:
+        (row,) = store.load().tables
+        assert (row.table.name, row.table.rows, row.table.size) == ("old", 5, None)
+        new = _table(tmp_path, sid, "new", rows=2, size=300)
+        store.add_table(_session(sid), new, TableState.CREATING, "op")
+        store.finish_create(new.location, 2, replaced=location, size=300)
+    finally:
+        store.close()
+    store = SqliteSessionStore(path)
+    try:
+        tables = {r.table.name: (r.state, r.table.size) for r in store.load().tables}
+        assert tables == {"old": (TableState.DROPPING, None), "new": (TableState.READY, 300)}
+    finally:
+        store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    db.close()
 
 
 def test_an_unwritable_place_is_a_clear_error(tmp_path: Path) -> None:
