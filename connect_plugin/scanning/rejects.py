@@ -8,6 +8,10 @@ to a hidden temporary name and renamed once the source file was read to its
 end: a task that stops early writes nothing, and one that runs again
 replaces the same file with the same rows. The files are private (0600),
 as every file of the temp workspace is.
+
+Each file read is written again, so the files a query wrote are those new
+or replaced since a snapshot taken before it (``snapshot``,
+``rows_written_since``): their footers say how many records it rejected.
 """
 
 from __future__ import annotations
@@ -39,6 +43,40 @@ REJECTS_SCHEMA = pa.schema(
 """The rejects table's columns (DuckDB's ``reject_errors`` has the same ideas, by these names)."""
 
 _FILE_MODE = 0o600
+
+Snapshot = dict[str, tuple[int, int, int]]
+"""A scan's rejects files in a folder: name to (inode, size, modification time in ns)."""
+
+
+def snapshot(folder: str, scan_id: str) -> Snapshot:
+    """The rejects files of scan ``scan_id`` in ``folder`` now (hidden temporary ones left out)."""
+    found: Snapshot = {}
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return found
+    for entry in entries:
+        if entry.name.startswith(f"{scan_id}-") and entry.name.endswith(".parquet"):
+            try:
+                stat = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            found[entry.name] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def rows_written_since(folder: str, scan_id: str, before: Snapshot) -> int:
+    """Records rejected into ``folder`` by the reads since ``before``: rows of the files that
+    are new or were replaced since then, from their parquet footers."""
+    rows = 0
+    for name, state in snapshot(folder, scan_id).items():
+        if before.get(name) == state:
+            continue
+        try:
+            rows += pq.read_metadata(os.path.join(folder, name)).num_rows
+        except (FileNotFoundError, pa.ArrowInvalid):
+            continue
+    return rows
 
 
 class RejectFiles:

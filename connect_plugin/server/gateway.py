@@ -179,12 +179,18 @@ class Gateway:
             config,
             registry,
             upstream,
-            plugin_handlers(config, registry, workspace, upstream),
+            plugin_handlers(
+                config,
+                registry,
+                workspace,
+                upstream,
+                None if metrics is None else metrics.bad_record,
+            ),
             Cloner(registry, workspace, upstream, release, Quotas(config, registry)),
             release,
             self.audit,
             None if metrics is None else metrics.statement,
-            None if metrics is None else ScanRows(metrics.scanned),
+            None if metrics is None else ScanRows(metrics.scanned, metrics.bad_record),
         )
         self.watch = SessionWatch(config, registry, upstream, release)
         if metrics is not None:
@@ -276,12 +282,17 @@ class Gateway:
 
 
 def plugin_handlers(
-    config: Config, registry: SessionRegistry, workspace: Workspace, upstream: Upstream
+    config: Config,
+    registry: SessionRegistry,
+    workspace: Workspace,
+    upstream: Upstream,
+    bad_records: Callable[[str, int], None] | None = None,
 ) -> HandlerRegistry:
-    """Every handler of the gateway: one per plugin message, statement and guarded command."""
+    """Every handler of the gateway: one per plugin message, statement and guarded command
+    (``bad_records`` hears the records the rejects tables took, with the metrics on)."""
     tables = Tables(config, registry, workspace, upstream)
     creator = TableCreator(config, registry, workspace, upstream)
-    rejects = RejectsTables(creator, tables, upstream)
+    rejects = RejectsTables(creator, tables, upstream, bad_records)
     scans = Scans(registry, tables, upstream, rejects)
     return HandlerRegistry(
         [

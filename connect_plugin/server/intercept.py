@@ -183,10 +183,12 @@ class PluginHandlers:
                 audit.refused(exc)
                 raise
 
-        interception = self._with_progress(request, handle, audit)
         policy = scan_policy(r for w in works for r in w.requests())
-        if self._scan_rows is not None and policy is not None:
-            interception.responses = self._scan_rows.executed(request, policy)
+        scan_rows = self._scan_rows if policy is not None else None
+        stopped = None if scan_rows is None or policy is None else scan_rows.failed(policy)
+        interception = self._with_progress(request, handle, audit, stopped)
+        if scan_rows is not None and policy is not None:
+            interception.responses = scan_rows.executed(request, policy)
         return interception
 
     async def analyze_plan(
@@ -207,10 +209,14 @@ class PluginHandlers:
         return Interception(request=request)
 
     def _with_progress(
-        self, request: spark_proto.ExecutePlanRequest, work: Work, audit: _Audited
+        self,
+        request: spark_proto.ExecutePlanRequest,
+        work: Work,
+        audit: _Audited,
+        stopped: Callable[[grpc.aio.AioRpcError], None] | None = None,
     ) -> Interception:
         """Run ``work`` before forwarding, relaying its progress to the client; ``audit``
-        hears how it ended."""
+        hears how it ended, and ``stopped`` of Spark's error, if the query fails."""
 
         async def prepare(handling: Interception) -> AsyncIterator[Message]:
             queue: asyncio.Queue[spark_proto.ExecutePlanResponse] = asyncio.Queue()
@@ -231,7 +237,7 @@ class PluginHandlers:
                     task.cancel()
             handling.request = request
             handling.finish = audit.finished(_after_all(outcomes))
-            handling.failed = audit.failed
+            handling.failed = audit.failed if stopped is None else _both(audit.failed, stopped)
 
         return Interception(prepare=prepare)
 
@@ -307,6 +313,16 @@ class PluginHandlers:
             return None if watch is None else Interception(responses=watch)
         request.ClearField("last_response_id")
         return Interception(request=request, responses=watch)
+
+
+def _both(
+    first: Callable[[grpc.aio.AioRpcError], None], second: Callable[[grpc.aio.AioRpcError], None]
+) -> Callable[[grpc.aio.AioRpcError], None]:
+    def both(error: grpc.aio.AioRpcError) -> None:
+        first(error)
+        second(error)
+
+    return both
 
 
 def _no_progress(response: spark_proto.ExecutePlanResponse) -> None:

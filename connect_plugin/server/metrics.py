@@ -24,6 +24,10 @@ bounded set) and the other bounded sets named below.
   read, from the metrics Spark sends with a query's results, by the scans'
   bad-record policy (``fail``, ``skip``, ``null``, ``reject``, ``mixed``;
   see ``scan_rows``);
+- ``connect_plugin_scan_bad_records_total{policy}``: bad records the scans
+  of queries met, where the gateway sees them: under ``fail`` the one that
+  stopped a query, under ``reject`` the records written to the rejects
+  table (under ``skip`` and ``null`` Spark reports none);
 - ``connect_plugin_sessions``, ``connect_plugin_temp_tables``,
   ``connect_plugin_temp_table_rows`` and ``connect_plugin_temp_table_bytes``:
   what the session registry holds, read at each scrape; rows and bytes as
@@ -112,6 +116,12 @@ class GatewayMetrics:
             ["policy"],
             registry=self.registry,
         )
+        self.bad_records = Counter(
+            "connect_plugin_scan_bad_records",
+            "Bad records the scans of queries met, by bad-record policy (fail, reject)",
+            ["policy"],
+            registry=self.registry,
+        )
         self.upstream_errors = Counter(
             "connect_plugin_upstream_errors",
             "Calls the Spark Connect server failed, by Spark's error class (or gRPC code)",
@@ -142,6 +152,9 @@ class GatewayMetrics:
 
     def scanned(self, policy: str, rows: int) -> None:
         self.scan_rows.labels(policy).inc(rows)
+
+    def bad_record(self, policy: str, records: int) -> None:
+        self.bad_records.labels(policy).inc(records)
 
     def upstream_failed(self, error: grpc.aio.AioRpcError) -> None:
         self.upstream_errors.labels(upstream_failure(error).error_class or error.code().name).inc()

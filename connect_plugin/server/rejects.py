@@ -13,23 +13,31 @@ planning the same scan again keeps it (another action on the same
 DataFrame rewrites the same files), another scan naming the same table
 replaces it. A temp table or view of the user's own with that name is
 never replaced.
+
+With the metrics on (``bad_records``), the records a query rejected are
+counted after it from the footers of the files it wrote
+(``scanning.rejects.rows_written_since``), on a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableExists, TempTableQueryFailed, UpstreamFailed
-from connect_plugin.scanning.rejects import REJECTS_SCHEMA
+from connect_plugin.scanning.rejects import REJECTS_SCHEMA, rows_written_since, snapshot
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.requests import CreateTempTable, Name
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.upstream import SessionContext, Upstream, quote_identifier
 from connect_plugin.server.views import temp_view_names
+
+REJECTED = "reject"
+"""The bad-record policy the records counted here were rejected by."""
 
 REJECTS_OF_OPTION = "connect_plugin.rejects_of_scan"
 """The option of a rejects table that names the scan (``ScanSpec.scan_id``) it belongs to."""
@@ -44,10 +52,17 @@ def _ignore_progress(response: spark_proto.ExecutePlanResponse) -> None:
 class RejectsTables:
     """Creates, keeps or replaces the rejects tables of scans, and refreshes them after a query."""
 
-    def __init__(self, creator: TableCreator, tables: Tables, upstream: Upstream) -> None:
+    def __init__(
+        self,
+        creator: TableCreator,
+        tables: Tables,
+        upstream: Upstream,
+        bad_records: Callable[[str, int], None] | None = None,
+    ) -> None:
         self._creator = creator
         self._tables = tables
         self._upstream = upstream
+        self._bad_records = bad_records
 
     async def prepare(self, session: SessionContext, spec: ScanSpec) -> ScanSpec:
         """The spec with its rejects folder, once the scan's rejects table exists (empty if new)."""
@@ -74,10 +89,16 @@ class RejectsTables:
         assert created is not None
         return dataclasses.replace(spec, rejects_folder=str(created.location))
 
-    def refresher(self, session: SessionContext, spec: ScanSpec) -> Callable[[], Awaitable[None]]:
-        """Work for after the query: make Spark list the rejects files the query wrote."""
+    async def refresher(
+        self, session: SessionContext, spec: ScanSpec
+    ) -> Callable[[], Awaitable[None]]:
+        """Work for after the query: make Spark list the rejects files the query wrote (and
+        count the records they hold, with the metrics on)."""
         assert spec.rejects_table is not None
-        name = spec.rejects_table
+        assert spec.rejects_folder is not None
+        name, folder, scan_id = spec.rejects_table, spec.rejects_folder, spec.scan_id
+        count = self._bad_records
+        before = None if count is None else await asyncio.to_thread(snapshot, folder, scan_id)
 
         async def refresh() -> None:
             relation = spark_proto.Relation()
@@ -90,6 +111,8 @@ class RejectsTables:
                     f"{exc.message}; run REFRESH TABLE {name}"
                 ) from exc
             self._tables.written(session, Name((name,)))
+            if count is not None and before is not None:
+                count(REJECTED, await asyncio.to_thread(rows_written_since, folder, scan_id, before))
 
         return refresh
 

@@ -16,6 +16,13 @@ from its first response until its metrics or its ``result_complete`` came;
 operations that never end that way (a failed query the client gave up on)
 are forgotten once ``MAX_PENDING_OPERATIONS`` newer ones wait.
 
+Bad records are counted where the gateway can see them: under ``fail`` a
+query stops at its first, which reaches the gateway as the query's error
+(``CONNECT_PLUGIN.SCAN_BAD_RECORD``): one per such query (``failed``);
+under ``reject`` the rejects table's files say how many (``rejects``).
+Under ``skip`` and ``null`` they stay in Spark's Python workers: Spark's
+Python data sources report no metrics of their own.
+
 Scans Spark runs for a view over a scan (``CREATE TEMPORARY VIEW ... USING
 scan``, ``createOrReplaceTempView``) are not in the request, and the
 gateway's own queries (the write of a CTTAS) stream to the gateway, not
@@ -27,10 +34,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
+import grpc
 from google.protobuf.message import DecodeError
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin import proto
+from connect_plugin import errors, proto
 from connect_plugin.scanning.spark_source import SHORT_NAME
 from connect_plugin.server.plans import top_level_fields
 from connect_plugin.server.requests import Request, ScanFiles
@@ -38,6 +46,7 @@ from connect_plugin.server.requests import Request, ScanFiles
 SCAN_NODE = f"BatchScan {SHORT_NAME}"
 """The name Spark gives the scan's node in a query's metrics."""
 OUTPUT_ROWS = "numOutputRows"
+FAIL = "fail"
 MIXED = "mixed"
 """The policy of a request whose scans have different bad-record policies."""
 MAX_PENDING_OPERATIONS = 10_000
@@ -84,8 +93,9 @@ def scan_rows(metrics: bytes) -> int | None:
 class ScanRows:
     """Counts the rows of scans from the metrics of the operations that hold them."""
 
-    def __init__(self, count: ScanRowCount) -> None:
+    def __init__(self, count: ScanRowCount, bad_records: ScanRowCount) -> None:
         self._count = count
+        self._bad_records = bad_records
         self._pending: OrderedDict[tuple[str, str, str], str] = OrderedDict()
 
     def executed(self, request: spark_proto.ExecutePlanRequest, policy: str) -> ResponseWatch:
@@ -101,6 +111,19 @@ class ScanRows:
             self._watch(key, policy, response)
 
         return watch
+
+    def failed(self, policy: str) -> Callable[[grpc.aio.AioRpcError], None] | None:
+        """What counts a query of scans with ``policy`` that a bad record stopped (under
+        ``fail``, at its first: one each); None when none of its scans fails on one."""
+        if policy not in (FAIL, MIXED):
+            return None
+
+        def failed(error: grpc.aio.AioRpcError) -> None:
+            found = errors.find_marked(error.details() or "")
+            if found is not None and found.error_class == errors.BadRecord.error_class:
+                self._bad_records(FAIL, 1)
+
+        return failed
 
     def reattached(self, request: spark_proto.ReattachExecuteRequest) -> ResponseWatch | None:
         """The watch of a reattached operation's responses, if it holds scans not counted yet."""

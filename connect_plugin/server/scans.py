@@ -161,7 +161,7 @@ class Scans:
         after = None
         if spec.on_error is OnError.REJECT and not count_rows:
             spec = await self._rejects.prepare(session, spec)
-            after = self._rejects.refresher(session, spec)
+            after = await self._rejects.refresher(session, spec)
         await self._register(upstream, session)
         relation = spark_proto.Relation()
         source = relation.read.data_source

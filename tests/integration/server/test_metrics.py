@@ -221,3 +221,41 @@ def test_scan_rows_are_counted_by_policy_as_spark_reports_them(
     assert grew("connect_plugin_scan_rows_total", policy="null") == 33
     assert grew("connect_plugin_scan_rows_total", policy="mixed") == 63
     assert grew("connect_plugin_rpcs_total", method="ReattachExecute", code="OK") >= 1
+
+
+def test_bad_records_are_counted_where_the_gateway_sees_them(
+    measured: Gateway, tmp_path: Path
+) -> None:
+    files = _bad_json(tmp_path / "bad", files=3, good=10)
+    _, before = _scrape(measured)
+    spark = new_session(measured.address)
+    try:
+
+        def scan(policy: str, **options: str) -> DataFrame:
+            return connect_plugin.scan(
+                spark,
+                str(files),
+                format="json",
+                schema="a BIGINT, s STRING",
+                on_error=policy,
+                **options,
+            )
+
+        rejecting = scan("reject", rejects_table="bad_rows")
+        assert len(rejecting.collect()) == 30
+        assert len(rejecting.filter("a > 4").collect()) == 15
+        assert spark.table("bad_rows").count() == 3
+        with pytest.raises(PySparkException, match="SCAN_BAD_RECORD"):
+            scan("fail").collect()
+        assert len(scan("skip").collect()) == 30
+        _, after = _scrape(measured)
+    finally:
+        spark.stop()
+
+    def grew(policy: str) -> float:
+        name = "connect_plugin_scan_bad_records_total"
+        return _value(after, name, policy=policy) - _value(before, name, policy=policy)
+
+    assert grew("reject") == 3 + 3
+    assert grew("fail") == 1
+    assert grew("skip") == 0

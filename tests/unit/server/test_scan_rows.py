@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import grpc
+import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.server.scan_rows import SCAN_NODE, ScanRows
 
 Counted = list[tuple[str, int]]
+
+
+def _no_bad_records(policy: str, records: int) -> None:
+    raise AssertionError(f"no bad record was met, yet {records} were counted under {policy}")
 
 
 def _metrics(*nodes: tuple[str, int]) -> bytes:
@@ -45,7 +51,7 @@ def _reattach() -> spark_proto.ReattachExecuteRequest:
 
 def test_only_the_scan_nodes_of_the_metrics_are_counted_once() -> None:
     counted: Counted = []
-    rows = ScanRows(lambda policy, n: counted.append((policy, n)))
+    rows = ScanRows(lambda policy, n: counted.append((policy, n)), _no_bad_records)
     watch = rows.executed(_request(), "skip")
     for response in (_batch(), _metrics((SCAN_NODE, 30), ("Project", 30), (SCAN_NODE, 3))):
         watch(response)
@@ -56,7 +62,7 @@ def test_only_the_scan_nodes_of_the_metrics_are_counted_once() -> None:
 
 def test_a_reattached_operation_is_counted_on_its_last_stream() -> None:
     counted: Counted = []
-    rows = ScanRows(lambda policy, n: counted.append((policy, n)))
+    rows = ScanRows(lambda policy, n: counted.append((policy, n)), _no_bad_records)
     rows.executed(_request(), "null")(_batch())
     watch = rows.reattached(_reattach())
     assert watch is not None
@@ -68,9 +74,46 @@ def test_a_reattached_operation_is_counted_on_its_last_stream() -> None:
 
 def test_an_operation_without_id_and_malformed_bytes() -> None:
     counted: Counted = []
-    rows = ScanRows(lambda policy, n: counted.append((policy, n)))
+    rows = ScanRows(lambda policy, n: counted.append((policy, n)), _no_bad_records)
     watch = rows.executed(_request(operation_id=""), "fail")
     watch(b"\xff\xff\xff")
     watch(_metrics((SCAN_NODE, 4))[:-3])
     watch(_metrics((SCAN_NODE, 4)))
     assert counted == [("fail", 4)]
+
+
+def _failure(details: str) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(
+        grpc.StatusCode.INTERNAL, grpc.aio.Metadata(), grpc.aio.Metadata(), details
+    )
+
+
+BAD_RECORD = (
+    "[PYTHON_EXCEPTION] ...\nconnect_plugin.errors.BadRecord: "
+    "[CONNECT_PLUGIN.SCAN_BAD_RECORD] line 3 of /data/0.json: not json"
+)
+
+
+@pytest.mark.parametrize(
+    ("policy", "details", "expected"),
+    [
+        ("fail", BAD_RECORD, [("fail", 1)]),
+        ("mixed", BAD_RECORD, [("fail", 1)]),
+        ("fail", "[DIVIDE_BY_ZERO] Division by zero.", []),
+        ("fail", "connect_plugin.errors.UnreadableFile: [CONNECT_PLUGIN.SCAN_UNREADABLE_FILE] x", []),
+    ],
+)
+def test_a_query_a_bad_record_stopped_counts_one_bad_record(
+    policy: str, details: str, expected: Counted
+) -> None:
+    counted: Counted = []
+    rows = ScanRows(_no_bad_records, lambda policy, n: counted.append((policy, n)))
+    failed = rows.failed(policy)
+    assert failed is not None
+    failed(_failure(details))
+    assert counted == expected
+
+
+@pytest.mark.parametrize("policy", ["skip", "null", "reject"])
+def test_only_failing_scans_count_a_failure(policy: str) -> None:
+    assert ScanRows(_no_bad_records, _no_bad_records).failed(policy) is None
