@@ -182,13 +182,11 @@ class Plan:
         with deep_messages():
             relation.to_schema.input.CopyFrom(selected)
         relation.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(StructType(fields)))
-        if all(c.branch == EVERY_ROW for c in self.clauses):
+        if all(c.branch == EVERY_ROW for c in self.clauses) or self.cardinality is not None:
             return relation
         matches = spark_proto.Relation()
         with deep_messages():
             matches.project.input.CopyFrom(relation)
-        if self.cardinality is not None:
-            return relation
         repeated = (
             f"{SOURCE_ROW} IS NOT NULL AND row_number() OVER (PARTITION BY {TARGET_ROW} "
             f"ORDER BY {TARGET_ROW}) > 1 THEN {REPEATED}"
