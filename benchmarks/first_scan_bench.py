@@ -15,7 +15,10 @@ one run, on ``FILES`` json files of ``ROWS_PER_FILE`` rows:
   same moment, ``ROUNDS`` times; the median of every client's time.
 - **fresh start**: ``connect-plugin serve --local`` launched anew (a new
   state folder), from launch to a client's first count; with the warm-up
-  (the default) and with ``--no-warm-up``; and the time to the ready line.
+  (the default) and with ``--no-warm-up``, with the JVM's class archive
+  (written by a first start in the run's own cache folder, whose first
+  count and stop are shown too) and with ``--no-class-archive``; and the
+  time to the ready line.
 - **memory**: the machine's used memory and the Python worker daemons
   before and after ``MEMORY_SESSIONS`` scanning sessions opened and
   released.
@@ -27,6 +30,7 @@ four at once ≤ 2.0 s; fresh start ≤ 8 s; memory within 10 %.
 from __future__ import annotations
 
 import json
+import os
 import selectors
 import signal
 import statistics
@@ -129,22 +133,32 @@ def _stack(root: Path, name: str, plain_python: bool = False) -> Iterator[str]:
     if plain_python:
         conf |= {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
     config = Config(
-        port=0, local=True, workspace=root / f"{name}-ws", state_dir=root / name, conf_dir=None
+        port=0,
+        local=True,
+        workspace=root / f"{name}-ws",
+        state_dir=root / name,
+        conf_dir=None,
+        class_archive=False,
     )
     with Stack(config, extra_spark_conf=conf) as stack:
         assert stack.gateway is not None
         yield stack.gateway.address
 
 
-def _fresh_start(root: Path, data: Path, name: str, *flags: str) -> tuple[float, float]:
-    """``serve --local`` launched anew: seconds to its ready line and to a first count."""
+def _fresh_start(
+    root: Path, data: Path, name: str, *flags: str
+) -> tuple[float, float, float]:
+    """``serve --local`` launched anew, with the class archive of the run's own cache folder
+    (``root/cache``): seconds to its ready line, to a first count, and to stop."""
     command = [sys.executable, "-m", "connect_plugin.cli", "serve", "--local", "--port", "0"]
     command += ["--workspace", str(root / f"{name}-ws"), "--state-dir", str(root / name), *flags]
+    env = {**os.environ, "XDG_CACHE_HOME": str(root / "cache")}
     started = time.perf_counter()
     with (root / f"{name}.log").open("w") as log:
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True
+            command, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True, env=env
         )
+    first = ready = 0.0
     try:
         assert process.stdout is not None
         selector = selectors.DefaultSelector()
@@ -162,14 +176,15 @@ def _fresh_start(root: Path, data: Path, name: str, *flags: str) -> tuple[float,
             first = time.perf_counter() - started
         finally:
             spark.stop()
-        return ready, first
     finally:
+        stopping = time.perf_counter()
         process.send_signal(signal.SIGTERM)
         try:
-            process.wait(60)
+            process.wait(START_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    return ready, first, time.perf_counter() - stopping
 
 
 def _median(values: list[float]) -> float:
@@ -184,13 +199,21 @@ def main() -> dict[str, float]:
         data = _write(root)
 
         print("fresh serve --local, from launch to a first count ...", flush=True)
-        ready, first = _fresh_start(root, data, "fresh-warm")
-        cold_ready, cold_first = _fresh_start(root, data, "fresh-cold", "--no-warm-up")
+        _, writing_first, writing_stop = _fresh_start(root, data, "fresh-writing")
+        ready, first, _ = _fresh_start(root, data, "fresh-warm")
+        cold_ready, cold_first, _ = _fresh_start(root, data, "fresh-cold", "--no-warm-up")
+        bare_ready, bare_first, _ = _fresh_start(
+            root, data, "fresh-bare", "--no-class-archive"
+        )
         figures |= {
+            "fresh_writing_archive_first_scan_s": writing_first,
+            "fresh_writing_archive_stop_s": writing_stop,
             "fresh_ready_s": ready,
             "fresh_first_scan_s": first,
             "fresh_no_warm_up_ready_s": cold_ready,
             "fresh_no_warm_up_first_scan_s": cold_first,
+            "fresh_no_archive_ready_s": bare_ready,
+            "fresh_no_archive_first_scan_s": bare_first,
         }
 
         print(f"plain interpreter: {SESSIONS} new sessions, one scan each ...", flush=True)
@@ -242,6 +265,10 @@ def main() -> dict[str, float]:
         ("fresh serve --local: first count from launch", first, "<= 8 s"),
         ("  --no-warm-up: ready line", cold_ready, ""),
         ("  --no-warm-up: first count from launch", cold_first, ""),
+        ("  --no-class-archive: ready line", bare_ready, ""),
+        ("  --no-class-archive: first count from launch", bare_first, ""),
+        ("  first start, writing the archive: first count", writing_first, ""),
+        ("  first start, writing the archive: stop", writing_stop, ""),
         (f"Python worker daemons before / after {MEMORY_SESSIONS} sessions", daemons_before, f"{daemons_after}"),
         ("used memory growth", growth * 100, "% (<= 10)"),
     ]

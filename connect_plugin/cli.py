@@ -85,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --local, serve without first running one scan on the embedded server",
     )
+    serve.add_argument(
+        "--no-class-archive",
+        dest="class_archive",
+        action="store_false",
+        default=None,
+        help="with --local, neither write nor map the embedded JVM's class archive",
+    )
 
     commands.add_parser(
         "demo", parents=[common], help="start the embedded stack on free ports, run a short session, stop"

@@ -132,8 +132,10 @@ def _port(env: Mapping[str, str], key: str) -> int:
 
 
 def _gateway_argv(python: str, role: str) -> list[str]:
+    """The gateway's command; the local role's embedded JVM keeps no class archive: a
+    container starts with an empty home, so it would write one at every stop and map none."""
     argv = [python, "-m", "connect_plugin.cli", "serve"]
-    return [*argv, "--local"] if role == "local" else argv
+    return [*argv, "--local", "--no-class-archive"] if role == "local" else argv
 
 
 def _spark_env(env: MutableMapping[str, str], python: str) -> None:

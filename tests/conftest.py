@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +72,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("scan differential")
         for line in differential:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite's processes cache in a folder of its own, not the user's (the embedded JVM's
+    class archive among them: written by the suite's first ``--local`` stop, mapped after)."""
+    folder = tmp_path_factory.mktemp("cache-home")
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    try:
+        yield folder
+    finally:
+        if before is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,7 @@ import grpc
 
 from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
 from connect_plugin.extras import SERVER_INSTALL
+from connect_plugin.server.class_archive import SUBMIT_OPTIONS, ArchiveUse, archive_use, with_option
 from connect_plugin.server.private_files import open_private
 from connect_plugin.worker_python import launcher
 
@@ -35,6 +36,8 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 MIN_JAVA = 17
 SPARK_DEFAULTS = "spark-defaults.conf"
 STOP_TIMEOUT_S = 20.0
+ARCHIVING_STOP_TIMEOUT_S = 180.0
+"""How long a JVM writing its class archive at exit may take to stop (ten seconds here)."""
 READY_POLL_S = 0.25
 WAREHOUSE_DIR = "warehouse"
 LOG_FILE = Path("logs") / "spark-connect.log"
@@ -118,6 +121,7 @@ class EmbeddedSparkConnect:
         home: Path | None = None,
         python: Path | None = None,
         token: str | None = None,
+        class_archive: Path | None = None,
     ) -> None:
         """``state_dir``: the JVM's working folder, holding ``warehouse/`` and, unless
         ``log_path`` says otherwise, ``logs/spark-connect.log``. ``home``: a Spark
@@ -126,7 +130,9 @@ class EmbeddedSparkConnect:
         through the ``connect-plugin-python`` launcher beside it when there is one, which
         loads pyspark from bytecode; it must import ``connect_plugin``. ``token``: the
         server takes only calls that carry it (Spark's ``spark.connect.authenticate.token``,
-        handed over in the JVM's environment, never on its command line)."""
+        handed over in the JVM's environment, never on its command line). ``class_archive``:
+        the folder of the JVM's class-data-sharing archive, mapped when there, written at
+        the JVM's clean exit when not (``class_archive``); None: none."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master
@@ -139,6 +145,8 @@ class EmbeddedSparkConnect:
         self.home = home
         self.python = launcher(str(python or sys.executable))
         self.token = token
+        self.class_archive = class_archive
+        self._archive_use: ArchiveUse | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -181,6 +189,10 @@ class EmbeddedSparkConnect:
         env.pop("SPARK_REMOTE", None)
         if self.token is not None:
             env[TOKEN_VARIABLE] = self.token
+        if self.class_archive is not None:
+            self._archive_use = archive_use(self.class_archive, java, self.spark_home())
+            if self._archive_use is not None:
+                env[SUBMIT_OPTIONS] = with_option(env, self._archive_use.option)
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         if self.log_path is not None:
@@ -252,11 +264,18 @@ class EmbeddedSparkConnect:
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Stop the JVM and everything it started; SIGKILL if it does not go quietly."""
         process, self._process = self._process, None
+        archiving, self._archive_use = self._archive_use, None
         if process is None or process.poll() is not None:
+            if archiving is not None:
+                archiving.finish(stopped_cleanly=False)
             return
+        if archiving is not None and archiving.writing is not None:
+            timeout = max(timeout, ARCHIVING_STOP_TIMEOUT_S)
+        cleanly = False
         try:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout)
+            cleanly = process.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -264,4 +283,6 @@ class EmbeddedSparkConnect:
             process.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+        if archiving is not None:
+            archiving.finish(stopped_cleanly=cleanly)
         log.info("stopped Spark Connect (pid %d)", process.pid)

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from connect_plugin.config import Config
+from connect_plugin.server.class_archive import default_folder
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
 from connect_plugin.server.python_workers import IdleDaemons
@@ -46,6 +47,7 @@ class Stack:
                 log_path=spark_log,
                 state_dir=config.state_dir,
                 token=_embedded_token(config.upstream_bind_host),
+                class_archive=default_folder() if config.class_archive else None,
             )
         self.gateway: Gateway | None = None
         self._stopping = threading.Event()

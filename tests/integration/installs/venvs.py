@@ -21,7 +21,7 @@ from pathlib import Path
 
 INSTALL_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 300
-INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TERM")
+INHERITED_ENV = ("PATH", "HOME", "XDG_CACHE_HOME", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TERM")
 """What a program in a fresh environment sees of ours: only where things live on this machine."""
 
 PIP_ENV_PREFIX = "PIP_"

@@ -139,6 +139,7 @@ def test_gateway_roles_run_the_cli(role: str, local: bool) -> None:
     launched = entrypoint.launch(role, _env(role), python="/opt/python")
     assert launched.argv[:4] == ["/opt/python", "-m", "connect_plugin.cli", "serve"]
     assert ("--local" in launched.argv) is local
+    assert ("--no-class-archive" in launched.argv) is local
     assert launched.env["CONNECT_PLUGIN_HOST"] == "0.0.0.0"
     assert launched.folders == (Path("/var/lib/connect-plugin"),)
 
