@@ -77,8 +77,7 @@ def test_the_first_stop_writes_the_archive_and_the_next_start_maps_it(tmp_path: 
 
 def test_a_jvm_killed_while_writing_leaves_nothing(tmp_path: Path) -> None:
     archives = tmp_path / "archives"
-    with _running(tmp_path, archives, "killed") as (server, jvm):
-        _answers(server)
+    with _running(tmp_path, archives, "killed") as (_, jvm):
         os.kill(jvm, signal.SIGTERM)
         deadline = time.monotonic() + 120
         while not list(archives.glob(f".*{PARTIAL_SUFFIX}")):
