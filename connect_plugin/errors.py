@@ -239,7 +239,7 @@ class QuotaExceeded(ConnectPluginError):
     the metrics count refusals by quota without reading the message.
     """
 
-    def __init__(self, message: str, *, quota: str) -> None:
+    def __init__(self, message: str, *, quota: str = "unknown") -> None:
         super().__init__(message)
         self.quota = quota
 
