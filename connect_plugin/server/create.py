@@ -11,6 +11,7 @@ no view and no registry entry.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import json
@@ -244,8 +245,8 @@ class TableCreator:
             del session.writes[operation_id]
             if before_swap is not None:
                 written = await before_swap(written)
-            self._workspace.secure(table.location)
-            table = dataclasses.replace(table, size=self._workspace.size(table.location))
+            size = await asyncio.to_thread(self._workspace.secure, table.location)
+            table = dataclasses.replace(table, size=size)
             self._quotas.check_written(session, table, existing, outcome=outcome)
             viewing = True
             await create_view(upstream, table, replace=taken, outcome=outcome)

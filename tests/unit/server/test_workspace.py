@@ -77,3 +77,12 @@ def test_copy_into_an_existing_folder_is_refused(tmp_path: Path) -> None:
     target.mkdir()
     with pytest.raises(WorkspaceError, match="File exists"):
         Workspace.copy_table(source, target)
+
+
+def test_securing_a_folder_measures_its_data_files_as_size_does(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    (folder / "k=1").mkdir(parents=True)
+    (folder / "k=1" / "part-0.parquet").write_bytes(b"x" * 300)
+    (folder / "k=1" / ".part-0.parquet.crc").write_bytes(b"c" * 7)
+    (folder / "_SUCCESS").write_bytes(b"")
+    assert Workspace.secure(folder) == Workspace.size(folder) == 300
