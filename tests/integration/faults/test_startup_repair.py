@@ -45,7 +45,7 @@ def _stage_row(
         "INSERT INTO sessions VALUES (?, ?, '', 0) ON CONFLICT DO NOTHING", user_id, session_id
     )
     gateway.write(
-        "INSERT INTO temp_tables VALUES (?, ?, ?, ?, ?, 'parquet', ?, '[]', '{}', 0, ?, ?, ?)",
+        "INSERT INTO temp_tables VALUES (?, ?, ?, ?, ?, 'parquet', ?, '[]', '{}', 0, ?, ?, ?, NULL)",
         str(location),
         user_id,
         session_id,
