@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import time
@@ -70,9 +71,14 @@ def _scans(spark: Any) -> None:
 
 
 def run_demo(config: Config) -> int:
-    """Start Spark Connect and the gateway, talk to them as a user would, stop."""
+    """Start Spark Connect and the gateway, talk to them as a user would, stop.
+
+    A demo runs once: it writes no JVM class archive, which only pays from a
+    machine's second start on and makes the first start and stop slower.
+    """
     from pyspark.sql.connect.session import SparkSession
 
+    config = dataclasses.replace(config, class_archive=False)
     started = time.monotonic()
     _say("starting an embedded Spark Connect server and the gateway ...")
     with Stack(config) as stack:

@@ -88,7 +88,9 @@ def _isolation_scope(fixture_name: str, config: pytest.Config) -> Scope:
 
 @pytest.fixture(scope="session")
 def connect_plugin_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The gateway's ``sc://`` address: ``SPARK_REMOTE``, else an embedded stack of our own."""
+    """The gateway's ``sc://`` address: ``SPARK_REMOTE``, else an embedded stack of our own
+    (without a JVM class archive: a CI runner starts with an empty cache, where writing one
+    would only make the start and the stop slower)."""
     remote = os.environ.get(REMOTE_ENV)
     if remote:
         yield remote
@@ -104,7 +106,13 @@ def connect_plugin_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     from connect_plugin.server.stack import Stack
 
     root = tmp_path_factory.mktemp("connect-plugin")
-    config = Config(local=True, port=0, workspace=root / "workspace", state_dir=root / "state")
+    config = Config(
+        local=True,
+        port=0,
+        workspace=root / "workspace",
+        state_dir=root / "state",
+        class_archive=False,
+    )
     stack = Stack(config)
     try:
         stack.start()

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from connect_plugin.config import ENV_PREFIX
 from tests.object_store import ObjectStore, running_object_store
 from tests.scan_differential import budget
 from tests.unit.fuzz.harness import summary
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
+CLASS_ARCHIVE_ENV = f"{ENV_PREFIX}CLASS_ARCHIVE"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,18 +78,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def own_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The suite's processes cache in a folder of its own, not the user's (the embedded JVM's
-    class archive among them: written by the suite's first ``--local`` stop, mapped after)."""
+    """The suite's processes cache in a folder of its own, not the user's, and its ``serve
+    --local`` runs keep no JVM class archive: each would write one at its stop, slower, for
+    starts that never come (``test_class_archive`` writes and maps its own)."""
     folder = tmp_path_factory.mktemp("cache-home")
-    before = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(folder)
+    wanted = {"XDG_CACHE_HOME": str(folder), CLASS_ARCHIVE_ENV: "false"}
+    before = {key: os.environ.get(key) for key in wanted}
+    os.environ.update(wanted)
     try:
         yield folder
     finally:
-        if before is None:
-            os.environ.pop("XDG_CACHE_HOME", None)
-        else:
-            os.environ["XDG_CACHE_HOME"] = before
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,19 @@ from pathlib import Path
 
 INSTALL_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 300
-INHERITED_ENV = ("PATH", "HOME", "XDG_CACHE_HOME", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TERM")
-"""What a program in a fresh environment sees of ours: only where things live on this machine."""
+INHERITED_ENV = (
+    "PATH",
+    "HOME",
+    "XDG_CACHE_HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "JAVA_HOME",
+    "TERM",
+    "CONNECT_PLUGIN_CLASS_ARCHIVE",
+)
+"""What a program in a fresh environment sees of ours: where things live on this machine, and
+the suite's choice of no JVM class archive (``tests/conftest.py``)."""
 
 PIP_ENV_PREFIX = "PIP_"
 """pip's own settings (index, certificates) on this machine, which every install here uses."""
