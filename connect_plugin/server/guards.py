@@ -177,7 +177,7 @@ class InsertIntoHandler(Handler[InsertInto]):
             return Outcome(results.refreshed(table.name))
 
         async def secure() -> None:
-            self._tables.written(call.context, request.name)
+            await self._tables.written(call.context, request.name)
 
         if request.by_name and query is not None:
             upstream = self._upstream.session(call.context)

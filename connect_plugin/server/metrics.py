@@ -31,9 +31,9 @@ bounded set) and the other bounded sets named below.
 - ``connect_plugin_sessions``, ``connect_plugin_temp_tables``,
   ``connect_plugin_temp_table_rows`` and ``connect_plugin_temp_table_bytes``:
   what the session registry holds, read at each scrape; rows and bytes as
-  last counted and measured (bytes when the gateway wrote a table's files,
-  never by walking the workspace at a scrape: a table Spark added files to
-  by INSERT counts 0 until it is written again);
+  last counted and measured (bytes when a table's files were written, by
+  the gateway or by Spark's INSERT, never by walking the workspace at a
+  scrape; a table recorded by a gateway that measured none counts 0);
 - ``connect_plugin_sessions_ended_total{reason}`` and
   ``connect_plugin_recovery_actions_total{action}``: what the expiry and the
   start-up recovery did.

@@ -110,7 +110,7 @@ class RejectsTables:
                     f"the rejects table [{name}] was written but cannot be refreshed: "
                     f"{exc.message}; run REFRESH TABLE {name}"
                 ) from exc
-            self._tables.written(session, Name((name,)))
+            await self._tables.written(session, Name((name,)))
             if count is not None and before is not None:
                 count(REJECTED, await asyncio.to_thread(rows_written_since, folder, scan_id, before))
 

@@ -53,9 +53,8 @@ class TempTable:
     """None: Spark added files since the rows were last counted (INSERT, a scan's rejects)."""
     created: datetime.datetime
     size: int | None = None
-    """Bytes of its data files when last measured (after the gateway wrote them); None:
-    not measured since Spark added files (INSERT, a scan's rejects), or stored by a gateway
-    that measured none."""
+    """Bytes of its data files when last measured (after the gateway wrote them, or Spark
+    added files by INSERT or a scan's rejects); None: stored by a gateway that measured none."""
 
     @property
     def key(self) -> str:
@@ -126,8 +125,9 @@ class SessionStore(Protocol):
     def set_rows(self, location: Path, rows: int | None) -> None:
         """Record a table's row count (None: not known until counted again)."""
 
-    def files_added(self, location: Path) -> None:
-        """Spark added files to a table: its rows and bytes are not known any more."""
+    def files_added(self, location: Path, size: int | None) -> None:
+        """Spark added files to a table: its rows are not known any more, its bytes are
+        ``size`` (None: not measured)."""
 
     def remove_tables(self, locations: Sequence[Path]) -> None: ...
 
@@ -333,11 +333,11 @@ class SqliteSessionStore:
                 (_UNCOUNTED if rows is None else rows, str(location)),
             )
 
-    def files_added(self, location: Path) -> None:
+    def files_added(self, location: Path, size: int | None) -> None:
         with self._transaction() as db:
             db.execute(
-                "UPDATE temp_tables SET rows = ?, size = NULL WHERE location = ?",
-                (_UNCOUNTED, str(location)),
+                "UPDATE temp_tables SET rows = ?, size = ? WHERE location = ?",
+                (_UNCOUNTED, size, str(location)),
             )
 
     def remove_tables(self, locations: Sequence[Path]) -> None:

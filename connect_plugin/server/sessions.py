@@ -375,14 +375,14 @@ class SessionRegistry:
             session.tables[table.key] = counted
         return counted
 
-    def files_added(self, session: Session, table: TempTable) -> TempTable:
-        """The table once Spark added files to it: rows and bytes not known, in memory and
-        stored."""
-        unmeasured = dataclasses.replace(table, rows=None, size=None)
-        self.store.files_added(table.location)
+    def files_added(self, session: Session, table: TempTable, size: int | None) -> TempTable:
+        """The table once Spark added files to it: its rows not known, its bytes ``size``, in
+        memory and stored."""
+        uncounted = dataclasses.replace(table, rows=None, size=size)
+        self.store.files_added(table.location, size)
         if session.tables.get(table.key) is table:
-            session.tables[table.key] = unmeasured
-        return unmeasured
+            session.tables[table.key] = uncounted
+        return uncounted
 
     def begin_drop(self, tables: Iterable[TempTable]) -> None:
         """Mark tables ``dropping`` before their views and files go."""

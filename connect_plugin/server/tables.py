@@ -16,6 +16,7 @@ same name.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 
@@ -189,15 +190,15 @@ class Tables:
             self._forget_table(session, table)
         return True
 
-    def written(self, context: SessionContext, name: Name) -> None:
+    async def written(self, context: SessionContext, name: Name) -> None:
         """Spark added files to a temp table (INSERT, a scan's rejects): make them private,
-        and count its rows again when they are next asked for (its bytes are not measured
-        again: that would walk all its files at each INSERT)."""
+        measuring its bytes on the way (on a worker thread), and count its rows again when they are next asked
+        for."""
         session = self._registry.find(context.user_id, context.session_id)
         table = self.lookup(context, name)
         if session is not None and table is not None:
-            self._workspace.secure(table.location)
-            self._registry.files_added(session, table)
+            size = await asyncio.to_thread(self._workspace.secure, table.location)
+            self._registry.files_added(session, table, size)
 
     async def _count(self, context: SessionContext, table: TempTable) -> TempTable:
         """The table with its rows counted, if Spark added files since they last were."""

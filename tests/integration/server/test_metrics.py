@@ -161,6 +161,7 @@ def test_temp_table_bytes_are_those_of_their_files(measured: Gateway) -> None:
             "CREATE TEMPORARY TABLE wide PARTITIONED BY (k) AS "
             "SELECT id % 3 AS k, sha2(CAST(id AS STRING), 256) AS h FROM range(3000)"
         ).collect()
+        spark.sql("INSERT INTO small SELECT id FROM range(10, 500)").collect()
         folders = table_folders(measured.config.workspace, spark)
         _, both = _scrape(measured)
         on_disk = _data_bytes(folders)

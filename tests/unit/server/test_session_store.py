@@ -91,9 +91,9 @@ def test_states_follow_create_replace_drop(store: SqliteSessionStore, tmp_path: 
         old.location: (TableState.DROPPING, 1, 10, ""),
         new.location: (TableState.READY, 7, 70, ""),
     }
-    store.files_added(new.location)
+    store.files_added(new.location, 95)
     (added,) = [r.table for r in store.load().tables if r.table.location == new.location]
-    assert (added.rows, added.size) == (None, None)
+    assert (added.rows, added.size) == (None, 95)
     store.remove_tables([old.location])
     store.set_state([new.location], TableState.DROPPING)
     assert [r.state for r in store.load().tables] == [TableState.DROPPING]
