@@ -14,9 +14,10 @@ archive is written under a temporary name and takes its own name only
 after a JVM that stopped cleanly wrote it whole; a JVM that was killed
 leaves nothing behind (and what one killed while writing left is removed
 by a later start). One archive per Java and Spark installation
-(``archive_key``); the JVM itself refuses an archive whose class path does
-not match, and then runs without it. The folder is private (``0700``):
-the JVM maps what it finds there.
+(``archive_key``), the newest ``KEPT_ARCHIVES`` of them kept; the JVM
+itself refuses an archive whose class path does not match, and then runs
+without it. The folder is private (``0700``): the JVM maps what it finds
+there.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ log = logging.getLogger(__name__)
 
 ARCHIVE_SUFFIX = ".jsa"
 PARTIAL_SUFFIX = ".partial"
+KEPT_ARCHIVES = 3
+"""Archives kept in the folder: writing a new one removes the oldest beyond these (each
+Java or Spark update makes a new one of some 200 MB; the old ones would stay for good)."""
 STALE_PARTIAL_S = 600.0
 """A temporary archive not written to for this long was left by a JVM killed while writing."""
 SUBMIT_OPTIONS = "SPARK_SUBMIT_OPTS"
@@ -74,6 +78,7 @@ class ArchiveUse:
             if stopped_cleanly and self.writing.is_file() and self.writing.stat().st_size > 0:
                 os.replace(self.writing, self.archive)
                 log.info("wrote the JVM class archive %s for the next starts", self.archive)
+                _remove_oldest_archives(self.archive.parent)
             else:
                 self.writing.unlink(missing_ok=True)
         except OSError as exc:
@@ -96,6 +101,14 @@ def archive_use(folder: Path, java: Path, spark_home: Path) -> ArchiveUse | None
         return ArchiveUse(f"-XX:SharedArchiveFile={archive}", None, archive)
     writing = folder / f".{archive.name}.{uuid.uuid4().hex}{PARTIAL_SUFFIX}"
     return ArchiveUse(f"-XX:ArchiveClassesAtExit={writing}", writing, archive)
+
+
+def _remove_oldest_archives(folder: Path) -> None:
+    archives = sorted(
+        folder.glob(f"spark-*{ARCHIVE_SUFFIX}"), key=lambda a: a.stat().st_mtime, reverse=True
+    )
+    for archive in archives[KEPT_ARCHIVES:]:
+        archive.unlink(missing_ok=True)
 
 
 def _remove_stale_partials(folder: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from connect_plugin.config import Config
 from connect_plugin.server.class_archive import (
+    KEPT_ARCHIVES,
     PARTIAL_SUFFIX,
     STALE_PARTIAL_S,
     archive_key,
@@ -104,3 +105,21 @@ def test_serve_local_keeps_its_archive_in_the_cache_unless_told_not_to(
     off = Stack(Config(local=True, class_archive=False, **folders)).embedded
     assert off is not None
     assert off.class_archive is None
+
+
+def test_writing_an_archive_keeps_only_the_newest_few(tmp_path: Path) -> None:
+    java, home = _installation(tmp_path)
+    folder = tmp_path / "archives"
+    folder.mkdir()
+    older = [folder / f"spark-old{n}.jsa" for n in range(KEPT_ARCHIVES)]
+    for age, archive in enumerate(older, start=1):
+        archive.write_bytes(b"classes")
+        then = time.time() - 3600 * age
+        os.utime(archive, (then, then))
+    use = archive_use(folder, java, home)
+    assert use is not None
+    assert use.writing is not None
+    use.writing.write_bytes(b"new classes")
+    use.finish(stopped_cleanly=True)
+    kept = sorted(a.name for a in folder.glob("spark-*.jsa"))
+    assert kept == sorted([use.archive.name, *(a.name for a in older[: KEPT_ARCHIVES - 1])])
