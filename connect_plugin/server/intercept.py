@@ -184,11 +184,12 @@ class PluginHandlers:
                 raise
 
         policy = scan_policy(r for w in works for r in w.requests())
-        scan_rows = self._scan_rows if policy is not None else None
-        stopped = None if scan_rows is None or policy is None else scan_rows.failed(policy)
-        interception = self._with_progress(request, handle, audit, stopped)
-        if scan_rows is not None and policy is not None:
-            interception.responses = scan_rows.executed(request, policy)
+        if self._scan_rows is None or policy is None:
+            return self._with_progress(request, handle, audit)
+        interception = self._with_progress(
+            request, handle, audit, self._scan_rows.failed(policy)
+        )
+        interception.responses = self._scan_rows.executed(request, policy)
         return interception
 
     async def analyze_plan(

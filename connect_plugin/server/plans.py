@@ -123,30 +123,19 @@ def nesting_depth(data: bytes, descriptor: Descriptor, limit: int) -> int | None
         if position == end:
             stack.pop()
             continue
-        key, position = _varint(data, position, end)
-        wire_type, number = key & 7, key >> 3
-        if wire_type == 0:
-            _, position = _varint(data, position, end)
-        elif wire_type == 1:
-            position += 8
-        elif wire_type == 5:
-            position += 4
-        elif wire_type == 2:
-            length, position = _varint(data, position, end)
-            if position < 0 or position + length > end:
+        found = _field_at(data, position, end)
+        if found is None:
+            return None
+        number, wire_type, start, after = found
+        field = owner.fields_by_number.get(number) if owner is not None else None
+        if wire_type == _LENGTH_DELIMITED and field is not None and field.type == _TYPE_MESSAGE:
+            stack.append((field.message_type, after))
+            deepest = max(deepest, len(stack))
+            if deepest > limit:
                 return None
-            field = owner.fields_by_number.get(number) if owner is not None else None
-            if field is not None and field.type == _TYPE_MESSAGE:
-                stack.append((field.message_type, position + length))
-                deepest = max(deepest, len(stack))
-                if deepest > limit:
-                    return None
-            else:
-                position += length
+            position = start
         else:
-            return None
-        if position < 0 or position > end:
-            return None
+            position = after
     return deepest
 
 
@@ -157,26 +146,41 @@ def top_level_fields(data: bytes, numbers: frozenset[int]) -> dict[int, bytes]:
     found: dict[int, bytes] = {}
     position, end = 0, len(data)
     while position < end:
-        key, position = _varint(data, position, end)
-        wire_type, number = key & 7, key >> 3
-        if wire_type == 0:
-            _, position = _varint(data, position, end)
-        elif wire_type == 1:
-            position += 8
-        elif wire_type == 5:
-            position += 4
-        elif wire_type == 2:
-            length, position = _varint(data, position, end)
-            if position < 0 or position + length > end:
-                return {}
-            if number in numbers:
-                found[number] = data[position : position + length]
-            position += length
-        else:
+        field = _field_at(data, position, end)
+        if field is None:
             return {}
-        if position < 0 or position > end:
-            return {}
+        number, wire_type, start, after = field
+        if wire_type == _LENGTH_DELIMITED and number in numbers:
+            found[number] = data[start:after]
+        position = after
     return found
+
+
+_LENGTH_DELIMITED = 2
+
+
+def _field_at(data: bytes, position: int, end: int) -> tuple[int, int, int, int] | None:
+    """The field whose key is at ``position``: its number, its wire type, and where its
+    value starts and ends (a length-delimited value's payload); None when it is malformed
+    or runs past ``end``."""
+    key, position = _varint(data, position, end)
+    if position < 0:
+        return None
+    wire_type, number = key & 7, key >> 3
+    if wire_type == 0:
+        _, after = _varint(data, position, end)
+    elif wire_type == 1:
+        after = position + 8
+    elif wire_type == 5:
+        after = position + 4
+    elif wire_type == _LENGTH_DELIMITED:
+        length, position = _varint(data, position, end)
+        after = position + length
+    else:
+        return None
+    if position < 0 or after < 0 or after > end:
+        return None
+    return number, wire_type, position, after
 
 
 _MAX_VARINT_BYTES = 10
