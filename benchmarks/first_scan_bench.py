@@ -8,17 +8,19 @@ one run, on ``FILES`` json files of ``ROWS_PER_FILE`` rows:
   each opened, scanning once (``count``) and released; the median from
   opening to the count. Beside it, on the same server, the first read of a
   trivial Python data source (ten lines, no files) in a new session: the
-  floor Spark itself sets. And the same scan on a second embedded server
-  whose workers run the plain interpreter, with Spark's ``pyspark.zip``
-  first on their path (what the launcher ``connect-plugin-python`` avoids).
+  floor Spark itself sets. The same on a second embedded server whose
+  worker daemons start as new interpreters (``--no-worker-forks``), and the
+  scan on a third whose workers run the plain interpreter, with Spark's
+  ``pyspark.zip`` first on their path (what the launcher
+  ``connect-plugin-python`` avoids).
 - **four at once**: ``CONCURRENT`` clients open sessions and scan at the
   same moment, ``ROUNDS`` times; the median of every client's time.
 - **fresh start**: ``connect-plugin serve --local`` launched anew (a new
   state folder), from launch to a client's first count; with the warm-up
   (the default) and with ``--no-warm-up``, with the JVM's class archive
   (written by a first start in the run's own cache folder, whose first
-  count and stop are shown too) and with ``--no-class-archive``; and the
-  time to the ready line.
+  count and stop are shown too), with ``--no-class-archive`` and with
+  ``--no-worker-forks``; and the time to the ready line.
 - **memory**: the machine's used memory and the Python worker daemons
   before and after ``MEMORY_SESSIONS`` scanning sessions opened and
   released.
@@ -128,10 +130,17 @@ def _used_memory() -> int:
 
 
 @contextmanager
-def _stack(root: Path, name: str, plain_python: bool = False) -> Iterator[str]:
-    conf = {"spark.ui.enabled": "false"}
-    if plain_python:
-        conf |= {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+def _stack(root: Path, name: str, *, forks: bool = True, plain: bool = False) -> Iterator[str]:
+    """A gateway on an embedded server; ``forks``: its worker daemons come from the fork
+    server; ``plain``: its workers run the interpreter itself, with Spark's ``pyspark.zip``
+    first on their path (through a wrapper with no launcher beside it)."""
+    python = None
+    if plain:
+        folder = root / f"{name}-python"
+        folder.mkdir()
+        python = folder / "python"
+        python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+        python.chmod(0o755)
     config = Config(
         port=0,
         local=True,
@@ -139,8 +148,9 @@ def _stack(root: Path, name: str, plain_python: bool = False) -> Iterator[str]:
         state_dir=root / name,
         conf_dir=None,
         class_archive=False,
+        worker_forks=forks,
     )
-    with Stack(config, extra_spark_conf=conf) as stack:
+    with Stack(config, extra_spark_conf={"spark.ui.enabled": "false"}, worker_python=python) as stack:
         assert stack.gateway is not None
         yield stack.gateway.address
 
@@ -205,6 +215,9 @@ def main() -> dict[str, float]:
         bare_ready, bare_first, _ = _fresh_start(
             root, data, "fresh-bare", "--no-class-archive"
         )
+        unforked_ready, unforked_first, _ = _fresh_start(
+            root, data, "fresh-unforked", "--no-worker-forks"
+        )
         figures |= {
             "fresh_writing_archive_first_scan_s": writing_first,
             "fresh_writing_archive_stop_s": writing_stop,
@@ -214,12 +227,21 @@ def main() -> dict[str, float]:
             "fresh_no_warm_up_first_scan_s": cold_first,
             "fresh_no_archive_ready_s": bare_ready,
             "fresh_no_archive_first_scan_s": bare_first,
+            "fresh_no_fork_server_ready_s": unforked_ready,
+            "fresh_no_fork_server_first_scan_s": unforked_first,
         }
 
         print(f"plain interpreter: {SESSIONS} new sessions, one scan each ...", flush=True)
-        with _stack(root, "plain", plain_python=True) as address:
+        with _stack(root, "plain", forks=False, plain=True) as address:
             plain = [_timed(address, _scan(data), rows) for _ in range(SESSIONS)]
         figures["plain_python_first_scan_s"] = _median(plain)
+
+        print(f"launcher without the fork server: {SESSIONS} new sessions ...", flush=True)
+        with _stack(root, "unforked", forks=False) as address:
+            unforked = [_timed(address, _scan(data), rows) for _ in range(SESSIONS)]
+            unforked_trivial = [_timed(address, _trivial, 1) for _ in range(SESSIONS)]
+        figures["no_fork_server_first_scan_s"] = _median(unforked)
+        figures["no_fork_server_trivial_first_read_s"] = _median(unforked_trivial)
 
         with _stack(root, "ours") as address:
             print(f"warm gateway: {SESSIONS} new sessions, one scan each ...", flush=True)
@@ -259,7 +281,9 @@ def main() -> dict[str, float]:
         ("first scan, new session, warm gateway (median)", figures["first_scan_s"], "<= 1.0 s"),
         ("  trivial Python data source, first read", figures["trivial_source_first_read_s"], ""),
         ("  ratio scan / trivial", ratio, "<= 1.5"),
-        ("  plain interpreter (pyspark.zip), first scan", figures["plain_python_first_scan_s"], ""),
+        ("  without the fork server (--no-worker-forks)", figures["no_fork_server_first_scan_s"], ""),
+        ("  trivial source without the fork server", figures["no_fork_server_trivial_first_read_s"], ""),
+        ("  plain interpreter (pyspark.zip), no launcher", figures["plain_python_first_scan_s"], ""),
         (f"first scan, {CONCURRENT} clients at once (median)", figures["concurrent_first_scan_s"], "<= 2.0 s"),
         ("fresh serve --local: ready line", ready, ""),
         ("fresh serve --local: first count from launch", first, "<= 8 s"),
@@ -267,6 +291,8 @@ def main() -> dict[str, float]:
         ("  --no-warm-up: first count from launch", cold_first, ""),
         ("  --no-class-archive: ready line", bare_ready, ""),
         ("  --no-class-archive: first count from launch", bare_first, ""),
+        ("  --no-worker-forks: ready line", unforked_ready, ""),
+        ("  --no-worker-forks: first count from launch", unforked_first, ""),
         ("  first start, writing the archive: first count", writing_first, ""),
         ("  first start, writing the archive: stop", writing_stop, ""),
         (f"Python worker daemons before / after {MEMORY_SESSIONS} sessions", daemons_before, f"{daemons_after}"),

@@ -92,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --local, neither write nor map the embedded JVM's class archive",
     )
+    serve.add_argument(
+        "--no-worker-forks",
+        dest="worker_forks",
+        action="store_false",
+        default=None,
+        help="with --local, start each Python worker daemon as a new interpreter",
+    )
 
     commands.add_parser(
         "demo", parents=[common], help="start the embedded stack on free ports, run a short session, stop"

@@ -117,6 +117,10 @@ class Config:
     cache folder (``server.class_archive``), written at the first start's stop and mapped by
     every later start, which then starts and runs its first query faster
     (``--no-class-archive``: neither)."""
+    worker_forks: bool = True
+    """With ``local``, start the embedded server's Python worker daemons from a fork server
+    that has pyspark, pyarrow and the scan loaded (``connect_plugin.worker_forks``), instead of
+    a new interpreter each (``--no-worker-forks``)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

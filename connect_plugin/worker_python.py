@@ -20,9 +20,10 @@ import re
 import sys
 import zipfile
 from collections.abc import Sequence
-from importlib import metadata
 
 ZIP_NAME = "pyspark.zip"
+FORKS_VARIABLE = "CONNECT_PLUGIN_FORK_SERVER"
+"""Names the worker fork server's socket (``connect_plugin.worker_forks``)."""
 _VERSION = re.compile(rb"""__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""")
 
 
@@ -37,6 +38,8 @@ def zip_version(path: str) -> str | None:
 
 
 def installed_version() -> str | None:
+    from importlib import metadata
+
     try:
         return metadata.version("pyspark")
     except metadata.PackageNotFoundError:
@@ -59,9 +62,18 @@ def worker_path(python_path: str, installed: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run this interpreter with ``argv`` (the launcher's own by default), the zip off its path."""
+    """Run this interpreter with ``argv`` (the launcher's own by default), the zip off its path;
+    a ``pyspark.daemon`` is forked by the worker fork server instead when one is named and
+    takes it."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = dict(os.environ)
+    forks = environment.get(FORKS_VARIABLE)
+    if forks and arguments[:2] == ["-m", "pyspark.daemon"]:
+        from connect_plugin.worker_forks import run_forked
+
+        code = run_forked(forks, arguments, environment)
+        if code is not None:
+            sys.exit(code)
     python_path = environment.get("PYTHONPATH", "")
     if ZIP_NAME in python_path:
         environment["PYTHONPATH"] = worker_path(python_path, installed_version())

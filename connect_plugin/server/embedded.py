@@ -28,7 +28,8 @@ from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
 from connect_plugin.extras import SERVER_INSTALL
 from connect_plugin.server.class_archive import SUBMIT_OPTIONS, ArchiveUse, archive_use, with_option
 from connect_plugin.server.private_files import open_private
-from connect_plugin.worker_python import launcher
+from connect_plugin.worker_forks import WorkerForks
+from connect_plugin.worker_python import FORKS_VARIABLE, launcher
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ class EmbeddedSparkConnect:
         python: Path | None = None,
         token: str | None = None,
         class_archive: Path | None = None,
+        worker_forks: bool = True,
     ) -> None:
         """``state_dir``: the JVM's working folder, holding ``warehouse/`` and, unless
         ``log_path`` says otherwise, ``logs/spark-connect.log``. ``home``: a Spark
@@ -132,7 +134,9 @@ class EmbeddedSparkConnect:
         server takes only calls that carry it (Spark's ``spark.connect.authenticate.token``,
         handed over in the JVM's environment, never on its command line). ``class_archive``:
         the folder of the JVM's class-data-sharing archive, mapped when there, written at
-        the JVM's clean exit when not (``class_archive``); None: none."""
+        the JVM's clean exit when not (``class_archive``); None: none. ``worker_forks``:
+        with the launcher, a fork server beside the JVM starts each Python worker daemon
+        already loaded (``connect_plugin.worker_forks``)."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master
@@ -146,6 +150,11 @@ class EmbeddedSparkConnect:
         self.python = launcher(str(python or sys.executable))
         self.token = token
         self.class_archive = class_archive
+        self._forks = (
+            WorkerForks(str(python or sys.executable))
+            if worker_forks and self.python != str(python or sys.executable)
+            else None
+        )
         self._archive_use: ArchiveUse | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -203,6 +212,8 @@ class EmbeddedSparkConnect:
             else subprocess.DEVNULL
         )
         try:
+            if self._forks is not None:
+                env[FORKS_VARIABLE] = self._forks.start(output)
             self._process = subprocess.Popen(
                 self.command(),
                 env=env,
@@ -218,6 +229,8 @@ class EmbeddedSparkConnect:
         log.info("starting Spark Connect on %s:%d (pid %d)", self.host, self.port, self._process.pid)
         try:
             self._wait_ready(timeout)
+            if self._forks is not None and not self._forks.ready():
+                log.warning("the Python worker fork server did not start; workers start as usual")
         except BaseException:
             self.stop()
             raise
@@ -263,6 +276,13 @@ class EmbeddedSparkConnect:
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Stop the JVM and everything it started; SIGKILL if it does not go quietly."""
+        try:
+            self._stop_jvm(timeout)
+        finally:
+            if self._forks is not None:
+                self._forks.stop()
+
+    def _stop_jvm(self, timeout: float) -> None:
         process, self._process = self._process, None
         archiving, self._archive_use = self._archive_use, None
         if process is None or process.poll() is not None:

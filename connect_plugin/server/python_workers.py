@@ -51,6 +51,7 @@ SWEEP_INTERVAL_S = 60.0
 """The longest wait between two looks for idle daemons."""
 
 DAEMON_MODULE = b"pyspark.daemon"
+FORK_SERVER_MODULE = b"connect_plugin.worker_forks"
 SESSION_VARIABLE = b"SPARK_JOB_ARTIFACT_UUID="
 
 
@@ -68,27 +69,56 @@ def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon
     with ``under``, only those descending from that process (a Spark JVM).
 
     A daemon's workers are forks of it, with its command line and
-    environment: they count as its workers, not as daemons.
+    environment: they count as its workers, not as daemons. A daemon the
+    worker fork server (``connect_plugin.worker_forks``) forked is known by
+    its launcher, the process Spark started, which has the daemon's command
+    line and environment; the workers are the forked daemon's.
     """
     uid = os.getuid()
     parents: dict[int, int] = {}
     children: dict[int, int] = {}
     found: dict[int, str] = {}
+    fork_servers: set[int] = set()
     for pid, status, cmdline in _processes(proc):
         parent = _field(status, b"PPid:")
         if parent is not None:
             parents[pid] = parent
             children[parent] = children.get(parent, 0) + 1
-        if _field(status, b"Uid:") != uid or DAEMON_MODULE not in cmdline.split(b"\0"):
+        if _field(status, b"Uid:") != uid:
+            continue
+        arguments = cmdline.split(b"\0")
+        if FORK_SERVER_MODULE in arguments:
+            fork_servers.add(pid)
+        if DAEMON_MODULE not in arguments:
             continue
         session = _session_of(proc / str(pid))
         if session is not None:
             found[pid] = session
+    forked: dict[str, int] = {}
+    for pid, parent in parents.items():
+        reads = _standard_input(proc / str(pid)) if parent in fork_servers else None
+        if reads is not None:
+            forked[reads] = pid
+
+    def workers(pid: int) -> int:
+        reads = _standard_input(proc / str(pid))
+        daemon = forked.get(reads) if reads is not None else None
+        return children.get(pid, 0) + (children.get(daemon, 0) if daemon is not None else 0)
+
     return [
-        Daemon(pid, session, children.get(pid, 0))
+        Daemon(pid, session, workers(pid))
         for pid, session in found.items()
         if parents.get(pid) not in found and (under is None or _descends(pid, under, parents))
     ]
+
+
+def _standard_input(process: Path) -> str | None:
+    """What a process reads from (``pipe:[inode]``): a launcher and the daemon the fork
+    server forked for it read Spark's same pipe."""
+    try:
+        return os.readlink(process / "fd" / "0")
+    except OSError:
+        return None
 
 
 def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:

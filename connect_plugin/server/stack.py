@@ -35,7 +35,10 @@ class Stack:
         *,
         extra_spark_conf: Mapping[str, str] | None = None,
         spark_log: Path | None = None,
+        worker_python: Path | None = None,
     ) -> None:
+        """``worker_python``: the interpreter of the embedded server's Python workers
+        (``EmbeddedSparkConnect``'s ``python``; default: this one)."""
         self.config = config
         self.embedded: EmbeddedSparkConnect | None = None
         if config.local:
@@ -48,6 +51,8 @@ class Stack:
                 state_dir=config.state_dir,
                 token=_embedded_token(config.upstream_bind_host),
                 class_archive=default_folder() if config.class_archive else None,
+                worker_forks=config.worker_forks,
+                python=worker_python,
             )
         self.gateway: Gateway | None = None
         self._stopping = threading.Event()
