@@ -15,9 +15,10 @@ would.
   that dies takes its daemon with it, as an ``exec`` would.
 - Only ``-m pyspark.daemon`` is forked, and only when what the daemon's
   interpreter would read at start-up matches this server's (the hash seed,
-  the other ``PYTHON*`` start-up settings, pyspark's own import-time
-  switches) and the daemon would import the installed pyspark; anything
-  else is refused and the launcher runs the interpreter as before.
+  unless the daemon leaves it random; the other ``PYTHON*`` start-up
+  settings; pyspark's own import-time switches) and the daemon would import
+  the installed pyspark; anything else is refused and the launcher runs the
+  interpreter as before.
 - ``random`` reseeds itself in a fork, and numpy's global generator is
   reseeded when it was loaded, so no two daemons share random numbers.
 - The server serves only its own user (``SO_PEERCRED``), from a socket in
@@ -61,7 +62,7 @@ PRELOAD = (
 )
 """What the daemons of a scan import: pyspark's worker modules (which ``pyspark.daemon``'s
 imports are among; the daemon module itself runs as ``__main__``), pyarrow through them,
-the scan."""
+the scan. A module another pyspark version lacks is left out: its daemons load it themselves."""
 
 START_UP_SETTINGS = (
     "PYTHONHASHSEED",
@@ -85,6 +86,11 @@ START_UP_SETTINGS = (
 """Settings read once, when the interpreter or a preloaded module starts: a daemon whose
 values differ from the server's is not forked."""
 
+RANDOM_SEED = "PYTHONHASHSEED"
+"""Unset, an interpreter hashes with a seed drawn at start; a daemon without it is forked
+too and hashes with the server's fixed one, which is one of the seeds it could have drawn
+(pyspark still finds the variable unset, as it would)."""
+
 SERVER_SETTINGS = {"PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "YES", "OMP_NUM_THREADS": "1"}
 """The start-up settings Spark gives its Python workers, which the server starts with; and
 one thread for numpy's linear algebra, as Spark gives its Python tasks, which keeps the
@@ -96,7 +102,6 @@ SOCKET_NAME = "forks.sock"
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
 MESSAGE_BYTES = 1 << 20
-_STATUS = struct.Struct("!i")
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -212,6 +217,8 @@ class ForkServer:
             self.close()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(self.path))
 
     def close(self) -> None:
         """Close what the server holds (in a forked daemon: its copies)."""
@@ -282,7 +289,8 @@ class ForkServer:
         if not isinstance(environment, dict):
             return "unreadable request"
         for name, value in self.settings.items():
-            if environment.get(name) != value:
+            wanted = environment.get(name)
+            if wanted != value and not (name == RANDOM_SEED and wanted is None):
                 return f"{name} differs"
         if ZIP_NAME in self.python_path(environment):
             return "another pyspark on the path"
@@ -372,9 +380,9 @@ class WorkerForks:
         """The socket launchers connect to (None when not started)."""
         return None if self._folder is None else os.path.join(self._folder, SOCKET_NAME)
 
-    def start(self, output: IO[bytes] | int = subprocess.DEVNULL) -> str:
-        """Start the server, its errors to ``output`` (it loads for a moment; launchers run
-        the interpreter until it listens) and return its socket path."""
+    def start(self, output: IO[bytes] | int | None = subprocess.DEVNULL) -> str:
+        """Start the server, its errors to ``output`` (None: this process's) and return its
+        socket path (it loads for a moment; launchers run the interpreter until it listens)."""
         self._folder = tempfile.mkdtemp(prefix="connect-plugin-forks-")
         environment = {**os.environ, **SERVER_SETTINGS}
         environment.pop("PYTHONPATH", None)
@@ -403,6 +411,13 @@ class WorkerForks:
         self.stop()
         return False
 
+    def outlive_exec(self) -> None:
+        """Hand the server's input to the program this process is about to exec: the server
+        then stops when that program exits (folder and all)."""
+        assert self._process is not None
+        assert self._process.stdin is not None
+        os.set_inheritable(self._process.stdin.fileno(), True)
+
     def stop(self) -> None:
         """Stop the server (its forked daemons stay with their Spark) and remove its folder."""
         process, self._process = self._process, None
@@ -426,7 +441,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if len(arguments) != 1:
         raise SystemExit("usage: python -m connect_plugin.worker_forks SOCKET")
     for name in PRELOAD:
-        importlib.import_module(name)
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
     ForkServer(arguments[0]).serve()
 
 

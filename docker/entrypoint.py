@@ -18,7 +18,9 @@ roles run Spark's Python workers through ``connect-plugin-python`` (pyspark
 from bytecode) and keep a sweeper beside the role's process that stops
 Python worker daemons idle for ``CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S``
 seconds (``0``: never), as Spark keeps every session's daemons until it
-stops. Every path and default the image
+stops; they also start those daemons from a fork server that has pyspark,
+pyarrow and the scan loaded (``CONNECT_PLUGIN_WORKER_FORKS=false``: a new
+interpreter each). Every path and default the image
 fixes is an environment variable whose default is the image's value, so the
 same script runs one role per network namespace in the cluster tests.
 """
@@ -58,6 +60,7 @@ IMAGE_DEFAULTS: Mapping[str, str] = {
     "SPARK_WORKER_DIR": "/var/lib/connect-plugin/work",
     "SPARK_CONNECT_PORT": "15002",
     "CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S": "600",
+    "CONNECT_PLUGIN_WORKER_FORKS": "true",
 }
 """Environment variable -> the image's value, used where the variable is unset or empty."""
 
@@ -78,6 +81,8 @@ class Launch:
     folders: tuple[Path, ...] = ()
     beside: tuple[str, ...] = ()
     """A command run for as long as the role's process lives (it is told that pid)."""
+    worker_forks: bool = False
+    """Start Spark's Python worker daemons from a fork server beside the role's process."""
 
 
 @dataclass(frozen=True)
@@ -174,8 +179,31 @@ def launch(role: str, environ: Mapping[str, str], python: str = sys.executable) 
         argv += ["--port", str(_port(env, "SPARK_WORKER_PORT"))]
         argv += ["--webui-port", str(_port(env, "SPARK_WORKER_WEBUI_PORT"))]
         argv += ["--work-dir", str(work), env["SPARK_MASTER_URL"]]
-        return Launch(argv, env, (work,), _sweeper(env, python))
-    return Launch(_connect_argv(env, address), env, (), _sweeper(env, python))
+        return Launch(argv, env, (work,), _sweeper(env, python), _worker_forks(env))
+    return Launch(_connect_argv(env, address), env, (), _sweeper(env, python), _worker_forks(env))
+
+
+def _worker_forks(env: Mapping[str, str]) -> bool:
+    key = "CONNECT_PLUGIN_WORKER_FORKS"
+    raw = env[key].strip().lower()
+    if raw not in ("true", "false"):
+        raise EntrypointError(f"{key}={env[key]!r} must be true or false")
+    return raw == "true"
+
+
+def _start_worker_forks(env: MutableMapping[str, str], python: str) -> None:
+    """Start the fork server and name its socket in ``env``; it lives as long as the program
+    this process execs next (which inherits its end of the server's input)."""
+    from connect_plugin.worker_forks import WorkerForks
+    from connect_plugin.worker_python import FORKS_VARIABLE
+
+    forks = WorkerForks(python)
+    path = forks.start(output=None)
+    if forks.ready():
+        forks.outlive_exec()
+        env[FORKS_VARIABLE] = path
+    else:
+        print("entrypoint: the Python worker fork server did not start", file=sys.stderr)
 
 
 def _sweeper(env: Mapping[str, str], python: str) -> tuple[str, ...]:
@@ -270,6 +298,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     for folder in started.folders:
         folder.mkdir(parents=True, exist_ok=True)
+    if started.worker_forks:
+        _start_worker_forks(started.env, sys.executable)
     if started.beside:
         subprocess.Popen([*started.beside, "--while-pid", str(os.getpid())], env=started.env)
     print(f"entrypoint: {role}: {' '.join(started.argv)}", file=sys.stderr, flush=True)

@@ -213,6 +213,21 @@ def _gone_now(pid: int) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
 
+def test_a_daemon_with_a_random_hash_seed_is_forked_with_the_servers_seed(
+    forks: WorkerForks, session: Path, launched: list[Launched]
+) -> None:
+    """Spark's executors leave PYTHONHASHSEED unset (a seed drawn at start); the forked daemon
+    hashes with the server's fixed seed, one such draw, and pyspark still finds it unset."""
+    environment = _environment(session, forks)
+    del environment["PYTHONHASHSEED"]
+    before = set(_children(_server_pid(forks)))
+    seen = _launch(launched, session, environment).probe()
+    assert set(_children(_server_pid(forks))) - before
+    assert "PYTHONHASHSEED" not in seen["environment"]
+    plain = _launch(launched, session, _environment(session, None)).probe()
+    assert seen["hash"] == plain["hash"]
+
+
 def test_forked_daemons_do_not_share_random_numbers(
     forks: WorkerForks, session: Path, launched: list[Launched]
 ) -> None:
@@ -363,3 +378,36 @@ def test_a_fork_reseeds_numpy_when_it_was_loaded() -> None:
         (child,) = struct.unpack("!d", pipe.read(8))
     os.waitpid(pid, 0)
     assert child != numpy_random.random()
+
+
+def test_a_server_handed_to_an_exec_lives_as_long_as_that_program() -> None:
+    """The image's roles start the server, then become Spark: the server stops when Spark
+    does, and leaves no folder."""
+    code = (
+        "import os, sys\n"
+        "from connect_plugin.worker_forks import WorkerForks\n"
+        "forks = WorkerForks(sys.executable)\n"
+        "path = forks.start()\n"
+        "assert forks.ready()\n"
+        "forks.outlive_exec()\n"
+        "print(forks._process.pid, path, flush=True)\n"
+        "os.execv('/bin/sh', ['sh', '-c', 'read line'])\n"
+    )
+    program = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert program.stdout is not None
+    server, path = program.stdout.readline().split()
+    time.sleep(0.5)
+    assert Path(path).is_socket()
+    assert not _gone_now(int(server))
+    assert program.stdin is not None
+    program.stdin.write("done\n")
+    program.stdin.close()
+    assert program.wait(WAIT_S) == 0
+    assert _gone(int(server))
+    deadline = time.monotonic() + WAIT_S
+    while Path(path).parent.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(path).parent.exists()
+    program.stdout.close()

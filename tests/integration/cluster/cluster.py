@@ -34,6 +34,7 @@ GATEWAY_PORT = 15002
 WORKER_CORES = 1
 WORKER_MEMORY = "1536m"
 SWEEPER = "stop-idle-python-workers"
+FORK_SERVER = b"connect_plugin.worker_forks"
 SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",
@@ -239,6 +240,20 @@ class Cluster:
             if parent == role and SWEEPER in argv:
                 found.append(argv[argv.index(SWEEPER) + 1 :])
         return found
+
+    def forked_daemons(self, name: str) -> int | None:
+        """How many Python worker daemons the fork server beside host ``name``'s role process
+        forked and still runs; None when there is no such server."""
+        role = self.processes[name].pid
+        processes = list(_processes())
+        servers = [
+            pid
+            for pid, parent, cmdline in processes
+            if parent == role and FORK_SERVER in cmdline.split(b"\0")
+        ]
+        if not servers:
+            return None
+        return sum(1 for _, parent, _ in processes if parent in servers)
 
     def start(self, name: str) -> None:
         host = self.hosts[name]

@@ -118,6 +118,13 @@ def test_scan_runs_in_the_python_workers_of_both_workers(cluster: Cluster, clien
         assert read, f"the scan read nothing on {worker}"
     assert sorted(path for read in read_by.values() for path in read) == sorted(files)
     assert not skipped.search(cluster.log("connect").read_text())
+    # Every Python daemon of the scan, on the workers' executors (whose environment has no
+    # PYTHONHASHSEED) and on the driver, came from the fork server beside the role.
+    for name in [*cluster.workers, "connect"]:
+        forked = cluster.forked_daemons(name)
+        assert forked is not None, f"no fork server beside {name}"
+        assert forked >= 1, name
+    assert cluster.forked_daemons("gateway") is None
     client.stop("scan")
 
 

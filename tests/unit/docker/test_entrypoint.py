@@ -119,6 +119,21 @@ def test_spark_roles_run_python_workers_from_bytecode_and_sweep_idle_ones(role: 
     assert entrypoint.launch(role, never).beside == ()
 
 
+@pytest.mark.parametrize("role", ["worker", "connect"])
+def test_spark_roles_start_python_worker_daemons_from_the_fork_server(role: str) -> None:
+    assert entrypoint.launch(role, _env(role, SPARK_LOCAL_IP=ADDRESS)).worker_forks
+    off = _env(role, SPARK_LOCAL_IP=ADDRESS, CONNECT_PLUGIN_WORKER_FORKS="false")
+    assert not entrypoint.launch(role, off).worker_forks
+    bad = _env(role, SPARK_LOCAL_IP=ADDRESS, CONNECT_PLUGIN_WORKER_FORKS="sometimes")
+    with pytest.raises(entrypoint.EntrypointError, match="CONNECT_PLUGIN_WORKER_FORKS='sometimes'"):
+        entrypoint.launch(role, bad)
+
+
+@pytest.mark.parametrize("role", ["master", "gateway", "local"])
+def test_other_roles_start_no_fork_server(role: str) -> None:
+    assert not entrypoint.launch(role, _env(role, SPARK_LOCAL_IP=ADDRESS)).worker_forks
+
+
 @pytest.mark.parametrize(("value", "problem"), [("soon", "is not a number"), ("-1", "positive")])
 def test_a_bad_idle_time_is_named(value: str, problem: str) -> None:
     env = _env("worker", SPARK_LOCAL_IP=ADDRESS, CONNECT_PLUGIN_PYTHON_WORKER_IDLE_S=value)
