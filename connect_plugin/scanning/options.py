@@ -1,23 +1,30 @@
-"""The scan's choices as enums, and the one place where option text becomes them.
+"""The one place where option text becomes a scan: ``ScanOptions``.
 
 Strings exist only at the edges: the client's keyword arguments, the proto
 and the text options a SQL ``OPTIONS (...)`` clause gives. Each edge hands
 its text to ``choice`` (one value) or ``ScanOptions.parse`` (a whole map of
-options), and every error names the option and what it takes. Inside the
-scan core only the enum members travel.
-
-The enums mix in ``str`` so that a member serialises as its value in the
-JSON form of a spec and prints as that value in messages.
+options), and every error names the option and what it takes. The choices
+themselves are the enums of ``connect_plugin.scanning.choices``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.choices import (
+    Compression,
+    Evolution,
+    MissingColumns,
+    OnError,
+    Partitioning,
+    ScanChoice,
+    boolean,
+    choice,
+    whole_number,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,122 +32,14 @@ if TYPE_CHECKING:
     from connect_plugin.scanning.spec import ScanSpec
 
 
-class ScanChoice(str, Enum):
-    """An enum whose members are the lower-case words users write."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-    @classmethod
-    def words(cls) -> str:
-        return ", ".join(member.value for member in cls)
-
-
 class Format(ScanChoice):
+    """The name of a file format of the scan."""
+
     JSON = "json"
     CSV = "csv"
     TSV = "tsv"
     PARQUET = "parquet"
     TEXT = "text"
-
-
-class OnError(ScanChoice):
-    """What a record that cannot be read under the schema does to the scan."""
-
-    FAIL = "fail"
-    SKIP = "skip"
-    NULL = "null"
-    REJECT = "reject"
-    """Skip the record and keep it in the rejects table (DuckDB's store_rejects)."""
-
-
-class Partitioning(ScanChoice):
-    """How directories below a scan root become columns."""
-
-    DIRS = "dirs"
-    HIVE = "hive"
-
-
-class Evolution(ScanChoice):
-    """What columns that are not in the schema do (Auto Loader's schemaEvolutionMode)."""
-
-    ADD_NEW_COLUMNS = "add_new_columns"
-    FAIL_ON_NEW_COLUMNS = "fail_on_new_columns"
-    RESCUE = "rescue"
-    NONE = "none"
-
-    @property
-    def fixes_schema(self) -> bool:
-        """Whether the provided schema, or else the first file, fixes the set of columns."""
-        return self is not Evolution.ADD_NEW_COLUMNS
-
-
-class MissingColumns(ScanChoice):
-    """What a projected column that no file has and the schema does not name gives."""
-
-    NULL = "null"
-    """A string column of nulls, as in Drill."""
-    ERROR = "error"
-    """An error naming the column and the columns there are (Polars' ``missing_columns='raise'``)."""
-
-
-class Compression(ScanChoice):
-    """How the bytes of json, csv, tsv and text files are compressed."""
-
-    AUTO = "auto"
-    NONE = "none"
-    GZIP = "gzip"
-    BZIP2 = "bzip2"
-    ZSTD = "zstd"
-
-
-_ALIASES: Mapping[type[ScanChoice], Mapping[str, str]] = {
-    MissingColumns: {"raise": "error", "insert": "null"},
-    Compression: {"gz": "gzip", "bz2": "bzip2", "zst": "zstd", "uncompressed": "none"},
-    Evolution: {
-        "addnewcolumns": "add_new_columns",
-        "failonnewcolumns": "fail_on_new_columns",
-    },
-}
-
-Choice = TypeVar("Choice", bound=ScanChoice)
-
-
-def choice(option: str, value: object, kind: type[Choice]) -> Choice:
-    """``value`` (a member, or its word in any case) as a member of ``kind``."""
-    if isinstance(value, kind):
-        return value
-    if isinstance(value, str):
-        word = value.strip().lower()
-        word = _ALIASES.get(kind, {}).get(word.replace("_", ""), word)
-        for member in kind:
-            if member.value == word:
-                return member
-    raise InvalidScanSpec(f"{option} must be one of {kind.words()}; got {value!r}")
-
-
-def boolean(option: str, value: object) -> bool:
-    """``true``/``false`` text (any case) or a bool."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise InvalidScanSpec(f"{option} must be true or false, got {value!r}")
-
-
-def whole_number(option: str, value: object) -> int:
-    """A whole number, or its decimal text."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    raise InvalidScanSpec(f"{option} must be a whole number, got {value!r}")
 
 
 def column_list(option: str, text: str) -> tuple[str, ...]:
@@ -341,3 +240,19 @@ def _check_known(reader: Mapping[str, str], file_format: Format | None) -> None:
 
 def _projection(names: Sequence[str]) -> tuple[str, ...] | None:
     return None if tuple(names) == ("*",) else tuple(names)
+
+
+__all__ = [
+    "Compression",
+    "Evolution",
+    "Format",
+    "MissingColumns",
+    "OnError",
+    "Partitioning",
+    "ScanChoice",
+    "ScanOptions",
+    "boolean",
+    "choice",
+    "column_list",
+    "whole_number",
+]

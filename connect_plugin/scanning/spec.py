@@ -25,18 +25,18 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import predicates
-from connect_plugin.scanning.formats import FileFormat, format_class
-from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
-from connect_plugin.scanning.options import (
+from connect_plugin.scanning.choices import (
     Compression,
     Evolution,
-    Format,
     MissingColumns,
     OnError,
     Partitioning,
     boolean,
     choice,
 )
+from connect_plugin.scanning.formats import FileFormat, format_class
+from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
+from connect_plugin.scanning.options import Format
 from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.storage import (
     SECRET_OPTION_PREFIX,
@@ -80,7 +80,7 @@ class ScanSpec:
     text).
 
     The choices may be given as their words (``on_error="skip"``); they are
-    kept as the enums of ``connect_plugin.scanning.options``. ``strict=True``
+    kept as the enums of ``connect_plugin.scanning.choices``. ``strict=True``
     is another way to write ``evolution="none"``.
     """
 

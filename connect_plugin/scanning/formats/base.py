@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.choices import Compression
 from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.options import Compression, Format
+from connect_plugin.scanning.options import Format
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
