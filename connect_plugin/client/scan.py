@@ -18,6 +18,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from connect_plugin import proto
 from connect_plugin.client.plan import PluginRelation, session_id_of
 from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.formats import Format
 from connect_plugin.scanning.options import (
     Compression,
     Evolution,
@@ -145,7 +146,7 @@ def scan(
         message.table = table
     else:
         if not format:
-            raise ValueError("scan() over paths needs format= (json, csv, tsv, parquet or text)")
+            raise ValueError(f"scan() over paths needs format= ({Format.either()})")
         message.files.paths.extend([paths] if isinstance(paths, str) else list(paths or ()))
         message.files.format = format
     if columns is None or list(columns) == ["*"]:

@@ -32,6 +32,12 @@ class ScanChoice(str, Enum):
     def words(cls) -> str:
         return ", ".join(member.value for member in cls)
 
+    @classmethod
+    def either(cls) -> str:
+        """The words as a sentence offers them: ``json, csv or text``."""
+        *most, last = (member.value for member in cls)
+        return f"{', '.join(most)} or {last}" if most else last
+
 
 class OnError(ScanChoice):
     """What a record that cannot be read under the schema does to the scan."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.choices import (
@@ -25,21 +26,10 @@ from connect_plugin.scanning.choices import (
     choice,
     whole_number,
 )
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from connect_plugin.scanning.spec import ScanSpec
-
-
-class Format(ScanChoice):
-    """The name of a file format of the scan."""
-
-    JSON = "json"
-    CSV = "csv"
-    TSV = "tsv"
-    PARQUET = "parquet"
-    TEXT = "text"
+from connect_plugin.scanning.formats import FORMAT_CLASSES, Format, ensure_format, format_of
+from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
+from connect_plugin.scanning.storage import S3_OPTIONS
 
 
 def column_list(option: str, text: str) -> tuple[str, ...]:
@@ -111,7 +101,7 @@ class ScanOptions:
         paths, table = _source(text)
         file_format = None
         if "format" in text:
-            file_format = choice("option 'format'", text["format"], Format)
+            file_format = format_of(text["format"], "option 'format'")
         reader = {k: v for k, v in text.items() if k not in SCAN_KEYS}
         _check_known(reader, file_format)
         columns = text.get("columns")
@@ -164,9 +154,6 @@ class ScanOptions:
 
     def to_spec(self, provided_schema: pa.Schema | None = None) -> ScanSpec:
         """The ``ScanSpec``; ``provided_schema`` is ``schema`` once Spark parsed the DDL."""
-        from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
-        from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
-
         if self.table is not None or self.format is None:
             raise InvalidScanSpec(
                 f"the scan of table [{self.table}] needs the table's files first (for_table)"
@@ -214,7 +201,7 @@ def _source(text: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
             )
         return (), table
     if "format" not in text:
-        raise InvalidScanSpec("option 'format' is missing: json, csv, tsv, parquet or text")
+        raise InvalidScanSpec(f"option 'format' is missing: {Format.either()}")
     if "path" in text:
         return (text["path"],), None
     return tuple(path.strip() for path in text["paths"].split(",") if path.strip()), None
@@ -222,13 +209,10 @@ def _source(text: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
 
 def _check_known(reader: Mapping[str, str], file_format: Format | None) -> None:
     """Every option that is not the scan's own is one of the format's reader or the store's."""
-    from connect_plugin.scanning.formats import format_class
-    from connect_plugin.scanning.storage import S3_OPTIONS
-
-    formats = [file_format] if file_format is not None else list(Format)
+    formats = [ensure_format(file_format)] if file_format is not None else FORMAT_CLASSES.values()
     known = set(SCAN_KEYS) | set(S3_OPTIONS)
     for each in formats:
-        known |= format_class(each).option_names
+        known |= each.option_names
     scans = "" if file_format is None else f" of {file_format} files"
     for key in reader:
         if key not in known:

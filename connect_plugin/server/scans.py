@@ -36,14 +36,13 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from connect_plugin import proto
-from connect_plugin.errors import PlanError, UpstreamFailed
+from connect_plugin.errors import InvalidScanSpec, PlanError, UpstreamFailed
 from connect_plugin.scanning import predicates
-from connect_plugin.scanning.formats import format_class
+from connect_plugin.scanning.formats import Format, ensure_format, format_of
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from connect_plugin.scanning.options import (
     Compression,
     Evolution,
-    Format,
     MissingColumns,
     OnError,
     Partitioning,
@@ -209,7 +208,7 @@ class Scans:
             partitioning = Partitioning.HIVE
         else:
             paths = list(message.files.paths)
-            file_format = choice("format", message.files.format, Format)
+            file_format = format_of(message.files.format)
             options = dict(message.options)
         return ScanSpec(
             paths=paths,
@@ -313,8 +312,8 @@ class _TableSource:
 
 def _scan_format(table: str, file_format: str) -> Format:
     try:
-        return Format(file_format.lower())
-    except ValueError:
+        return format_of(file_format)
+    except InvalidScanSpec:
         raise PlanError(
             f"scan(table=[{table}]): the table is stored as {file_format}, which the scan "
             f"cannot read; it reads {Format.words()}"
@@ -373,7 +372,7 @@ def _storage_properties(text: str) -> dict[str, str]:
 
 def _reader_options(file_format: Format, spark_options: Mapping[str, str]) -> dict[str, str]:
     """The Spark options a table was written with that the scan's reader takes, renamed."""
-    allowed = format_class(file_format).option_names
+    allowed = ensure_format(file_format).option_names
     options: dict[str, str] = {}
     for key, value in spark_options.items():
         name = _SPARK_OPTION_NAMES.get(key.lower(), key.lower())

@@ -52,7 +52,6 @@ from connect_plugin.scanning.formats.json_structure import (
     record_lines,
     units,
 )
-from connect_plugin.scanning.options import Format
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
 
@@ -97,7 +96,7 @@ class Place:
 
 
 class JsonFormat(FileFormat):
-    name = Format.JSON
+    name = "json"
     option_names = frozenset({LAYOUT_OPTION})
     records_can_be_bad = True
 
