@@ -73,8 +73,9 @@ def scan(
         table: Instead of ``paths``: a temporary table of the session, else
             a catalog table stored as files; its format and schema are used.
         format: ``json`` (objects one per line, in a top-level array, or one
-            after another, pretty-printed or not: see ``json_format``),
-            ``csv``, ``tsv``, ``parquet`` or ``text``; required with ``paths``.
+            after another, pretty-printed or not: see ``json_format``;
+            ``ndjson`` is another name for it), ``csv``, ``tsv``,
+            ``parquet`` or ``text``; required with ``paths``.
         columns: The projection: table columns (matched without case),
             nested members (``m.a``), list elements (``columns[2]``), implicit
             file columns (``filename``, ``filepath``, ``fqn``, ``suffix``),

@@ -29,6 +29,7 @@ from connect_plugin.scanning.formats.parquet import ParquetFormat
 
 FORMAT_CLASSES: Mapping[str, type[FileFormat]] = {
     "json": JsonFormat,
+    "ndjson": JsonFormat,
     "csv": CsvFormat,
     "tsv": TsvFormat,
     "parquet": ParquetFormat,
