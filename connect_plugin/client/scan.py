@@ -18,15 +18,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from connect_plugin import proto
 from connect_plugin.client.plan import PluginRelation, session_id_of
 from connect_plugin.errors import InvalidScanSpec
-from connect_plugin.scanning.options import (
-    Compression,
-    Evolution,
-    MissingColumns,
-    OnError,
-    Partitioning,
-    ScanChoice,
-    choice,
-)
+from connect_plugin.scanning.formats import Format
+from connect_plugin.scanning.options import SCAN_OPTIONS, ScanOptions
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.client import SparkConnectClient
@@ -63,6 +56,7 @@ def scan(
     missing_columns: str = "null",
     max_rows: int | None = None,
     max_bytes: int | None = None,
+    sample_bytes: int | None = None,
     options: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """Scan files, schema on read, as a Spark Connect DataFrame.
@@ -79,8 +73,9 @@ def scan(
         table: Instead of ``paths``: a temporary table of the session, else
             a catalog table stored as files; its format and schema are used.
         format: ``json`` (objects one per line, in a top-level array, or one
-            after another, pretty-printed or not: see ``json_format``),
-            ``csv``, ``tsv``, ``parquet`` or ``text``; required with ``paths``.
+            after another, pretty-printed or not: see ``json_format``;
+            ``ndjson`` is another name for it), ``csv``, ``tsv``,
+            ``parquet`` or ``text``; required with ``paths``.
         columns: The projection: table columns (matched without case),
             nested members (``m.a``), list elements (``columns[2]``), implicit
             file columns (``filename``, ``filepath``, ``fqn``, ``suffix``),
@@ -116,6 +111,8 @@ def scan(
             and the columns there are: a typo shows at once).
         max_rows: Rows per Arrow batch at most (1 to 65536; 4096 by default).
         max_bytes: Arrow buffer bytes per batch at most (16 MiB by default).
+        sample_bytes: Bytes read from the start of each json, csv, tsv and
+            text file to learn its columns (256 KiB by default).
         options: Reader options (``json_format``: ``auto``, ``lines``,
             ``array`` or ``documents`` for json; ``header``, ``delimiter``,
             ``quote``, ``escape``, ``nullValue``, ``multiLine`` for csv/tsv)
@@ -129,8 +126,8 @@ def scan(
 
     Raises:
         ValueError: Both or neither of ``paths`` and ``table`` are given,
-            ``format`` is missing for ``paths``, or a choice is not one of
-            its words.
+            ``format`` is missing for ``paths``, a choice is not one of its
+            words, or a number is not a whole number.
         TypeError: ``schema`` is neither DDL text nor a ``pyarrow.Schema``.
 
     Errors found in Spark (a path that matches nothing, a type conflict, a
@@ -138,52 +135,22 @@ def scan(
     ``evolution="fail_on_new_columns"``) surface on the action, naming the
     file, line and column.
     """
+    arguments = dict(locals())
     if (paths is None) == (table is None):
         raise ValueError("scan() needs either paths or table=, not both")
-    message = proto.Scan()
-    if table is not None:
-        message.table = table
-    else:
-        if not format:
-            raise ValueError("scan() over paths needs format= (json, csv, tsv, parquet or text)")
-        message.files.paths.extend([paths] if isinstance(paths, str) else list(paths or ()))
-        message.files.format = format
-    if columns is None or list(columns) == ["*"]:
-        message.wildcard = True
-    else:
-        message.columns.extend(columns)
-    if isinstance(schema, str):
-        message.schema_ddl = schema
-    elif isinstance(schema, pa.Schema):
-        message.schema.CopyFrom(pyspark_types_to_proto_types(from_arrow_schema(schema)))
-    elif schema is not None:
+    if table is None and not format:
+        raise ValueError(f"scan() over paths needs format= ({Format.either()})")
+    keywords = {option.name: arguments[option.name] for option in SCAN_OPTIONS}
+    if isinstance(schema, pa.Schema):
+        keywords["schema"] = pyspark_types_to_proto_types(from_arrow_schema(schema))
+    elif schema is not None and not isinstance(schema, str):
         raise TypeError(
             f"schema must be a DDL string or a pyarrow.Schema, got {type(schema).__name__}"
         )
-    if strict:
-        message.schema_policy = proto.SchemaPolicy.SCHEMA_POLICY_STRICT
-    if evolution is not None:
-        message.evolution = _value(proto.Evolution, "evolution", evolution, Evolution)
-    if rescued_column:
-        message.rescued_column = rescued_column
-    message.partitioning = _value(proto.Partitioning, "partitioning", partitioning, Partitioning)
-    message.on_error = _value(proto.BadRecordPolicy, "on_error", on_error, OnError)
-    if rejects_table:
-        message.rejects_table = rejects_table
-    message.compression = _value(proto.Compression, "compression", compression, Compression)
-    message.missing_columns = _value(
-        proto.MissingColumns, "missing_columns", missing_columns, MissingColumns
-    )
-    message.limits.max_rows = max_rows or 0
-    message.limits.max_bytes = max_bytes or 0
-    message.options.update({str(k): str(v) for k, v in (options or {}).items()})
-    return DataFrame(ScanRelation(message), spark)
-
-
-def _value(enum: Any, option: str, word: str, kind: type[ScanChoice]) -> Any:
-    """The proto value of a choice; ``ValueError`` naming the option for an unknown word."""
     try:
-        member = choice(option, word, kind)
+        request = ScanOptions.from_keywords(keywords, options)
     except InvalidScanSpec as exc:
         raise ValueError(str(exc)) from None
-    return proto.value_of(enum, member.value)
+    message = proto.Scan()
+    request.to_message(message)
+    return DataFrame(ScanRelation(message), spark)

@@ -42,7 +42,6 @@ __all__ = [
     "ReadTempTable",
     "Scan",
     "SchemaPolicy",
-    "value_of",
     "word_of",
 ]
 
@@ -55,12 +54,6 @@ def word_of(enum: Any, value: int) -> str:
     """
     name: str = enum.Name(value)
     return name.removeprefix(_prefix(enum)).lower()
-
-
-def value_of(enum: Any, word: str) -> int:
-    """The proto enum value for a scan option word: ``skip`` -> ``BAD_RECORD_POLICY_SKIP``."""
-    value: int = enum.Value(_prefix(enum) + word.upper())
-    return value
 
 
 def _prefix(enum: Any) -> str:

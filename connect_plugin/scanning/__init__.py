@@ -7,7 +7,9 @@ Python data source and is imported only where Spark runs it.
 
 from __future__ import annotations
 
+from connect_plugin.scanning.choices import Compression, Evolution, OnError, Partitioning
 from connect_plugin.scanning.column_writers import ColumnWriter
+from connect_plugin.scanning.formats import Format
 from connect_plugin.scanning.loader import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -15,14 +17,7 @@ from connect_plugin.scanning.loader import (
     ResultSetLoader,
 )
 from connect_plugin.scanning.loader_state import LoaderState
-from connect_plugin.scanning.options import (
-    Compression,
-    Evolution,
-    Format,
-    OnError,
-    Partitioning,
-    ScanOptions,
-)
+from connect_plugin.scanning.options import ScanOptions
 from connect_plugin.scanning.plan import ScanPlan, clear_schema_cache, plan_scan
 from connect_plugin.scanning.pruning import PartitionFilter, prune
 from connect_plugin.scanning.row_writer import RowWriter

@@ -1,196 +1,145 @@
-"""The scan's choices as enums, and the one place where option text becomes them.
+"""The one scan request model: every route into a scan becomes a ``ScanOptions``.
 
-Strings exist only at the edges: the client's keyword arguments, the proto
-and the text options a SQL ``OPTIONS (...)`` clause gives. Each edge hands
-its text to ``choice`` (one value) or ``ScanOptions.parse`` (a whole map of
-options), and every error names the option and what it takes. Inside the
-scan core only the enum members travel.
-
-The enums mix in ``str`` so that a member serialises as its value in the
-JSON form of a spec and prints as that value in messages.
+Three routes ask for a scan: the keywords of the client's ``scan()``, the
+plugin's ``Scan`` message, and the text of a SQL ``OPTIONS (...)`` clause.
+Each becomes a ``ScanOptions`` here (``from_keywords``, ``from_message``,
+``parse``) through one table, the fields of ``ScanOptions``: each option's
+name, type, default, kind (how its value is read and where it sits in the
+message) and the values the docs list for it (``SCAN_OPTIONS``; the docs'
+tables of options are checked against it). A new option is one field here
+and one field of the ``Scan`` message. Every error names the option; the
+choices themselves are the enums of ``connect_plugin.scanning.choices``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import pyarrow as pa
+from google.protobuf.message import Message
 
 from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.choices import (
+    Compression,
+    Evolution,
+    MissingColumns,
+    OnError,
+    Partitioning,
+    ScanChoice,
+    boolean,
+    choice,
+    whole_number,
+)
+from connect_plugin.scanning.formats import FORMAT_CLASSES, Format, ensure_format, format_of
+from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+from connect_plugin.scanning.option_kinds import (
+    Choice,
+    Columns,
+    Flag,
+    FormatName,
+    Kind,
+    Number,
+    Paths,
+    Schema,
+    Text,
+    column_list,
+)
+from connect_plugin.scanning.predicates import FileFilter
+from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
+from connect_plugin.scanning.storage import S3_OPTIONS
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from connect_plugin.scanning.spec import ScanSpec
-
-
-class ScanChoice(str, Enum):
-    """An enum whose members are the lower-case words users write."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-    @classmethod
-    def words(cls) -> str:
-        return ", ".join(member.value for member in cls)
-
-
-class Format(ScanChoice):
-    JSON = "json"
-    CSV = "csv"
-    TSV = "tsv"
-    PARQUET = "parquet"
-    TEXT = "text"
-
-
-class OnError(ScanChoice):
-    """What a record that cannot be read under the schema does to the scan."""
-
-    FAIL = "fail"
-    SKIP = "skip"
-    NULL = "null"
-    REJECT = "reject"
-    """Skip the record and keep it in the rejects table (DuckDB's store_rejects)."""
+_ROW = "scan_option"
 
 
-class Partitioning(ScanChoice):
-    """How directories below a scan root become columns."""
+@dataclass(frozen=True)
+class ScanOption:
+    """One row of the table of options: a field of ``ScanOptions`` that users set."""
 
-    DIRS = "dirs"
-    HIVE = "hive"
-
-
-class Evolution(ScanChoice):
-    """What columns that are not in the schema do (Auto Loader's schemaEvolutionMode)."""
-
-    ADD_NEW_COLUMNS = "add_new_columns"
-    FAIL_ON_NEW_COLUMNS = "fail_on_new_columns"
-    RESCUE = "rescue"
-    NONE = "none"
+    name: str
+    """The ``scan()`` keyword and the SQL option (``paths`` is also ``path`` in SQL)."""
+    kind: Kind
+    field: str
+    """Where the ``Scan`` message keeps it, as a dotted path."""
+    doc: str
+    """Its values as the docs' table of options lists them (``{words}`` is a choice's words)."""
+    default: Any
 
     @property
-    def fixes_schema(self) -> bool:
-        """Whether the provided schema, or else the first file, fixes the set of columns."""
-        return self is not Evolution.ADD_NEW_COLUMNS
+    def values(self) -> str:
+        """The docs' cell of values: ``doc`` with a choice's words filled in."""
+        words = self.kind.words()
+        return self.doc if words is None else self.doc.format(words=words)
 
 
-class MissingColumns(ScanChoice):
-    """What a projected column that no file has and the schema does not name gives."""
-
-    NULL = "null"
-    """A string column of nulls, as in Drill."""
-    ERROR = "error"
-    """An error naming the column and the columns there are (Polars' ``missing_columns='raise'``)."""
-
-
-class Compression(ScanChoice):
-    """How the bytes of json, csv, tsv and text files are compressed."""
-
-    AUTO = "auto"
-    NONE = "none"
-    GZIP = "gzip"
-    BZIP2 = "bzip2"
-    ZSTD = "zstd"
-
-
-_ALIASES: Mapping[type[ScanChoice], Mapping[str, str]] = {
-    MissingColumns: {"raise": "error", "insert": "null"},
-    Compression: {"gz": "gzip", "bz2": "bzip2", "zst": "zstd", "uncompressed": "none"},
-    Evolution: {
-        "addnewcolumns": "add_new_columns",
-        "failonnewcolumns": "fail_on_new_columns",
-    },
-}
-
-Choice = TypeVar("Choice", bound=ScanChoice)
-
-
-def choice(option: str, value: object, kind: type[Choice]) -> Choice:
-    """``value`` (a member, or its word in any case) as a member of ``kind``."""
-    if isinstance(value, kind):
-        return value
-    if isinstance(value, str):
-        word = value.strip().lower()
-        word = _ALIASES.get(kind, {}).get(word.replace("_", ""), word)
-        for member in kind:
-            if member.value == word:
-                return member
-    raise InvalidScanSpec(f"{option} must be one of {kind.words()}; got {value!r}")
-
-
-def boolean(option: str, value: object) -> bool:
-    """``true``/``false`` text (any case) or a bool."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise InvalidScanSpec(f"{option} must be true or false, got {value!r}")
-
-
-def whole_number(option: str, value: object) -> int:
-    """A whole number, or its decimal text."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    raise InvalidScanSpec(f"{option} must be a whole number, got {value!r}")
-
-
-def column_list(option: str, text: str) -> tuple[str, ...]:
-    """``'a, b, columns[1]'`` as names; ``'*'`` is the wildcard, empty text no columns."""
-    if not text.strip():
-        return ()
-    names = tuple(name.strip() for name in text.split(","))
-    if any(not name for name in names):
-        raise InvalidScanSpec(f"{option} has an empty name in {text!r}; separate names by commas")
-    return names
-
-
-SCAN_KEYS = frozenset(
-    {
-        "path", "paths", "table", "format", "columns", "schema", "strict", "evolution",
-        "on_error", "partitioning", "rescued_column", "compression", "max_rows", "max_bytes",
-        "sample_bytes", "rejects_table", "missing_columns",
-    }
-)  # fmt: skip
-"""Option names of the scan itself; any other option is a reader option of the format."""
+def _row(kind: Kind, message_field: str, doc: str) -> dict[str, tuple[Kind, str, str]]:
+    """The metadata that makes a field of ``ScanOptions`` a row of the table of options."""
+    return {_ROW: (kind, message_field, doc)}
 
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """A scan described by text options, as a SQL ``OPTIONS (...)`` clause gives them.
+    """A scan as a user asks for it, whichever way they asked.
 
     The files are ``paths`` with ``format``, or ``table`` (a temporary or
     catalog table, whose location and format the gateway looks up:
-    ``for_table``). ``schema`` stays DDL text: only Spark parses DDL, so the
-    caller turns it into an Arrow schema before building the ``ScanSpec``.
-    ``reader`` holds the options of the format's reader and the object
-    store's, checked when the spec is built.
+    ``for_table``). ``schema`` stays as given: DDL text, which only Spark
+    parses, or a Spark ``DataType`` message are turned into an Arrow schema
+    by the gateway before the ``ScanSpec`` is built. ``reader`` holds the
+    options of the format's reader and the object store's, checked when
+    the spec is built. ``None`` is an option's default (the spec's).
     """
 
-    paths: tuple[str, ...] = ()
-    format: Format | None = None
-    table: str | None = None
-    columns: tuple[str, ...] | None = None
-    schema: str | None = None
-    strict: bool = False
-    evolution: Evolution | None = None
-    on_error: OnError = OnError.FAIL
-    partitioning: Partitioning = Partitioning.DIRS
-    rescued_column: str | None = None
-    compression: Compression = Compression.AUTO
-    max_rows: int | None = None
-    max_bytes: int | None = None
-    sample_bytes: int | None = None
-    rejects_table: str | None = None
-    missing_columns: MissingColumns = MissingColumns.NULL
+    paths: tuple[str, ...] = field(
+        default=(), metadata=_row(Paths(), "files.paths", "path, glob, `s3://` URL, or a list")
+    )
+    table: str | None = field(default=None, metadata=_row(Text(), "table", "temp or catalog table"))
+    format: Format | None = field(
+        default=None, metadata=_row(FormatName(), "files.format", "{words}")
+    )
+    columns: tuple[str, ...] | None = field(
+        default=None, metadata=_row(Columns(), "columns", "projection list, `*`, `[]`")
+    )
+    schema: str | pa.Schema | Message | None = field(
+        default=None, metadata=_row(Schema(), "schema_ddl", "DDL or `pyarrow.Schema`")
+    )
+    strict: bool = field(
+        default=False, metadata=_row(Flag(), "schema_policy", '`True` = `evolution="none"`')
+    )
+    evolution: Evolution | None = field(
+        default=None, metadata=_row(Choice(Evolution), "evolution", "{words}")
+    )
+    rescued_column: str | None = field(
+        default=None, metadata=_row(Text(), "rescued_column", "column name")
+    )
+    partitioning: Partitioning = field(
+        default=Partitioning.DIRS,
+        metadata=_row(Choice(Partitioning), "partitioning", "{words}"),
+    )
+    on_error: OnError = field(
+        default=OnError.FAIL, metadata=_row(Choice(OnError), "on_error", "{words}")
+    )
+    rejects_table: str | None = field(
+        default=None,
+        metadata=_row(Text(), "rejects_table", "temp table name (`reject_errors`)"),
+    )
+    compression: Compression = field(
+        default=Compression.AUTO, metadata=_row(Choice(Compression), "compression", "{words}")
+    )
+    missing_columns: MissingColumns = field(
+        default=MissingColumns.NULL,
+        metadata=_row(Choice(MissingColumns), "missing_columns", "{words}"),
+    )
+    max_rows: int | None = field(
+        default=None, metadata=_row(Number(), "limits.max_rows", "1..65536 (4096)")
+    )
+    max_bytes: int | None = field(
+        default=None, metadata=_row(Number(), "limits.max_bytes", "bytes (16 MiB)")
+    )
+    sample_bytes: int | None = field(
+        default=None, metadata=_row(Number(), "sample_bytes", "bytes per file (256 KiB)")
+    )
     reader: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -210,41 +159,48 @@ class ScanOptions:
                 raise InvalidScanSpec(f"option '{key}' is given twice (names ignore case)")
             text[name] = value
         paths, table = _source(text)
-        file_format = None
-        if "format" in text:
-            file_format = choice("option 'format'", text["format"], Format)
+        file_format = format_of(text["format"], "option 'format'") if "format" in text else None
         reader = {k: v for k, v in text.items() if k not in SCAN_KEYS}
         _check_known(reader, file_format)
-        columns = text.get("columns")
-        numbers = {
-            name: whole_number(f"option '{name}'", text[name])
-            for name in ("max_rows", "max_bytes", "sample_bytes")
-            if name in text
+        values: dict[str, Any] = {"paths": paths, "table": table, "format": file_format}
+        for option in SCAN_OPTIONS:
+            if option.name in text and option.name not in values:
+                values[option.name] = option.kind.read(f"option '{option.name}'", text[option.name])
+        return cls(**_given(values), reader=reader)
+
+    @classmethod
+    def from_keywords(
+        cls, keywords: Mapping[str, Any], reader: Mapping[str, str] | None = None
+    ) -> ScanOptions:
+        """The options of ``scan()``'s keyword arguments; None is an option's default.
+
+        Reader options are kept as given: the spec checks them.
+        """
+        unknown = sorted(set(keywords) - {option.name for option in SCAN_OPTIONS})
+        if unknown:
+            raise InvalidScanSpec(f"{unknown[0]} is not an option of a scan")
+        values = {
+            option.name: option.kind.read(option.name, keywords[option.name])
+            for option in SCAN_OPTIONS
+            if keywords.get(option.name) is not None
         }
-        evolution = text.get("evolution")
-        return cls(
-            paths=paths,
-            format=file_format,
-            table=table,
-            columns=None if columns is None else _projection(column_list("option 'columns'", columns)),
-            schema=text.get("schema") or None,
-            strict=boolean("option 'strict'", text.get("strict", "false")),
-            evolution=None if evolution is None else choice("option 'evolution'", evolution, Evolution),
-            on_error=choice("option 'on_error'", text.get("on_error", "fail"), OnError),
-            partitioning=choice(
-                "option 'partitioning'", text.get("partitioning", "dirs"), Partitioning
-            ),
-            rescued_column=text.get("rescued_column") or None,
-            compression=choice("option 'compression'", text.get("compression", "auto"), Compression),
-            max_rows=numbers.get("max_rows"),
-            max_bytes=numbers.get("max_bytes"),
-            sample_bytes=numbers.get("sample_bytes"),
-            rejects_table=text.get("rejects_table") or None,
-            missing_columns=choice(
-                "option 'missing_columns'", text.get("missing_columns", "null"), MissingColumns
-            ),
-            reader=reader,
-        )
+        text = {str(k): str(v) for k, v in (reader or {}).items()}
+        return cls(**_given(values), reader=text)
+
+    @classmethod
+    def from_message(cls, message: Any) -> ScanOptions:
+        """The options of the plugin's ``Scan`` message; unset fields are defaults."""
+        values = {}
+        for option in SCAN_OPTIONS:
+            taken = option.kind.take(message, option.field)
+            values[option.name] = option.kind.read(option.name, taken)
+        return cls(**_given(values), reader=dict(message.options))
+
+    def to_message(self, message: Any) -> None:
+        """Write these options into a ``Scan`` message (a ``DataType`` schema, not Arrow)."""
+        for option in SCAN_OPTIONS:
+            option.kind.put(message, option.field, getattr(self, option.name))
+        message.options.update(self.reader)
 
     def for_table(
         self, location: str, file_format: Format, reader: Mapping[str, str]
@@ -263,11 +219,16 @@ class ScanOptions:
             reader={**reader, **self.reader},
         )
 
-    def to_spec(self, provided_schema: pa.Schema | None = None) -> ScanSpec:
-        """The ``ScanSpec``; ``provided_schema`` is ``schema`` once Spark parsed the DDL."""
-        from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
-        from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
+    def to_spec(
+        self, provided_schema: pa.Schema | None = None, file_filter: FileFilter | None = None
+    ) -> ScanSpec:
+        """The ``ScanSpec``; ``provided_schema`` is ``schema`` once Spark parsed it.
 
+        ``file_filter`` is what the gateway learnt of the query's filter
+        above the scan: no user option, so not in the table.
+        """
+        if provided_schema is None and isinstance(self.schema, pa.Schema):
+            provided_schema = self.schema
         if self.table is not None or self.format is None:
             raise InvalidScanSpec(
                 f"the scan of table [{self.table}] needs the table's files first (for_table)"
@@ -289,7 +250,24 @@ class ScanOptions:
             sample_bytes=DEFAULT_SAMPLE_BYTES if self.sample_bytes is None else self.sample_bytes,
             rejects_table=self.rejects_table,
             missing_columns=self.missing_columns,
+            file_filter=file_filter,
         )
+
+
+def _rows() -> tuple[ScanOption, ...]:
+    rows = []
+    for each in fields(ScanOptions):
+        if _ROW in each.metadata:
+            kind, message_field, doc = each.metadata[_ROW]
+            rows.append(ScanOption(each.name, kind, message_field, doc, each.default))
+    return tuple(rows)
+
+
+SCAN_OPTIONS = _rows()
+"""The table of options, in the order ``scan()`` and the docs list them."""
+
+SCAN_KEYS = frozenset({option.name for option in SCAN_OPTIONS} | {"path"})
+"""Option names of the scan itself; any other option is a reader option of the format."""
 
 
 def _source(text: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
@@ -315,7 +293,7 @@ def _source(text: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
             )
         return (), table
     if "format" not in text:
-        raise InvalidScanSpec("option 'format' is missing: json, csv, tsv, parquet or text")
+        raise InvalidScanSpec(f"option 'format' is missing: {Format.either()}")
     if "path" in text:
         return (text["path"],), None
     return tuple(path.strip() for path in text["paths"].split(",") if path.strip()), None
@@ -323,13 +301,10 @@ def _source(text: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
 
 def _check_known(reader: Mapping[str, str], file_format: Format | None) -> None:
     """Every option that is not the scan's own is one of the format's reader or the store's."""
-    from connect_plugin.scanning.formats import format_class
-    from connect_plugin.scanning.storage import S3_OPTIONS
-
-    formats = [file_format] if file_format is not None else list(Format)
+    formats = [ensure_format(file_format)] if file_format is not None else FORMAT_CLASSES.values()
     known = set(SCAN_KEYS) | set(S3_OPTIONS)
     for each in formats:
-        known |= format_class(each).option_names
+        known |= each.option_names
     scans = "" if file_format is None else f" of {file_format} files"
     for key in reader:
         if key not in known:
@@ -339,5 +314,25 @@ def _check_known(reader: Mapping[str, str], file_format: Format | None) -> None:
             )
 
 
-def _projection(names: Sequence[str]) -> tuple[str, ...] | None:
-    return None if tuple(names) == ("*",) else tuple(names)
+def _given(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that are not None: an option left out keeps its default."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+__all__ = [
+    "SCAN_KEYS",
+    "SCAN_OPTIONS",
+    "Compression",
+    "Evolution",
+    "Format",
+    "MissingColumns",
+    "OnError",
+    "Partitioning",
+    "ScanChoice",
+    "ScanOption",
+    "ScanOptions",
+    "boolean",
+    "choice",
+    "column_list",
+    "whole_number",
+]

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from connect_plugin.errors import MissingColumn
+from connect_plugin.scanning.choices import Evolution, MissingColumns
 from connect_plugin.scanning.files import ScanFile, list_files
 from connect_plugin.scanning.formats import FileSample
-from connect_plugin.scanning.options import Evolution, MissingColumns
 from connect_plugin.scanning.projection import (
     Kind,
     OutputColumn,

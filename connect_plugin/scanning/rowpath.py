@@ -28,11 +28,11 @@ from typing import Protocol
 import pyarrow as pa
 
 from connect_plugin.errors import BadRecord
+from connect_plugin.scanning.choices import OnError
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import Decode
 from connect_plugin.scanning.formats.base import RejectKind, Row, place_text
 from connect_plugin.scanning.loader import ResultSetLoader
-from connect_plugin.scanning.options import OnError
 from connect_plugin.scanning.plan import ScanPlan
 
 log = logging.getLogger(__name__)

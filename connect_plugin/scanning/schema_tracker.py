@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec, SchemaConflict, SchemaEvolutionError
+from connect_plugin.scanning.choices import Evolution
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, FileSample
 from connect_plugin.scanning.implicit import (
@@ -50,7 +51,6 @@ from connect_plugin.scanning.implicit import (
     dir_index,
     file_column_kind,
 )
-from connect_plugin.scanning.options import Evolution
 from connect_plugin.scanning.rescue import new_columns_message
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type, without_nulls

@@ -25,18 +25,17 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import predicates
-from connect_plugin.scanning.formats import FileFormat, format_class
-from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
-from connect_plugin.scanning.options import (
+from connect_plugin.scanning.choices import (
     Compression,
     Evolution,
-    Format,
     MissingColumns,
     OnError,
     Partitioning,
     boolean,
     choice,
 )
+from connect_plugin.scanning.formats import FileFormat, Format, ensure_format, format_of
+from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
 from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.storage import (
     SECRET_OPTION_PREFIX,
@@ -80,7 +79,7 @@ class ScanSpec:
     text).
 
     The choices may be given as their words (``on_error="skip"``); they are
-    kept as the enums of ``connect_plugin.scanning.options``. ``strict=True``
+    kept as the enums of ``connect_plugin.scanning.choices``. ``strict=True``
     is another way to write ``evolution="none"``.
     """
 
@@ -113,7 +112,7 @@ class ScanSpec:
     def __post_init__(self) -> None:
         set_field = object.__setattr__
         set_field(self, "paths", _paths(self.paths))
-        set_field(self, "format", choice("format", self.format, Format))
+        set_field(self, "format", format_of(self.format))
         set_field(self, "columns", _columns(self.columns))
         set_field(self, "provided_schema", _schema(self.provided_schema))
         set_field(self, "partitioning", choice("partitioning", self.partitioning, Partitioning))
@@ -125,10 +124,10 @@ class ScanSpec:
         )
         reader, storage = split_storage_options(_text_map(self.options))
         _, more_storage = split_storage_options(_text_map(self.storage_options))
-        set_field(self, "options", format_class(self.format).check_options(reader))
+        set_field(self, "options", ensure_format(self.format).check_options(reader))
         set_field(self, "storage_options", {**storage, **more_storage})
         set_field(self, "compression", choice("compression", self.compression, Compression))
-        if not format_class(self.format).compressible and self.compression not in _PLAIN:
+        if not ensure_format(self.format).compressible and self.compression not in _PLAIN:
             raise InvalidScanSpec(
                 f"compression='{self.compression}' does not apply to {self.format} files, "
                 "which compress their own pages; leave compression at auto"
@@ -195,7 +194,7 @@ class ScanSpec:
     @cached_property
     def file_format(self) -> FileFormat:
         """The format object of this spec, built once and kept with it."""
-        return format_class(self.format)(self)
+        return ensure_format(self.format)(self)
 
     @property
     def has_header(self) -> bool:

@@ -36,20 +36,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from connect_plugin import proto
-from connect_plugin.errors import PlanError, UpstreamFailed
+from connect_plugin.errors import InvalidScanSpec, PlanError, UpstreamFailed
 from connect_plugin.scanning import predicates
-from connect_plugin.scanning.formats import format_class
-from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
-from connect_plugin.scanning.options import (
-    Compression,
-    Evolution,
-    Format,
-    MissingColumns,
-    OnError,
-    Partitioning,
-    ScanOptions,
-    choice,
-)
+from connect_plugin.scanning.choices import OnError
+from connect_plugin.scanning.formats import Format, ensure_format, format_of
+from connect_plugin.scanning.options import ScanOptions
 from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.spark_source import (
     COUNT_OPTION,
@@ -129,21 +120,16 @@ class Scans:
 
     async def read(self, session: SessionContext, message: proto.Scan) -> ScanRead:
         upstream = self._upstream.session(session)
-        spec = await self._spec(upstream, session, message)
+        options = ScanOptions.from_message(message)
+        file_filter = _file_filter(message.file_filter)
+        spec = await self._spec(upstream, session, options, file_filter)
         return await self._source(upstream, session, spec, count_rows=message.count_rows)
 
     async def options_read(self, session: SessionContext, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
         upstream = self._upstream.session(session)
-        provided = None
-        if options.schema is not None:
-            provided = _arrow_schema(await _parse_ddl(upstream, options.schema))
-        if options.table is not None:
-            table = await self._table(upstream, session, options.table)
-            reader = _reader_options(table.format, table.options)
-            options = options.for_table(table.location, table.format, reader)
-            provided = provided if provided is not None else table.schema
-        return await self._source(upstream, session, options.to_spec(provided), count_rows=False)
+        spec = await self._spec(upstream, session, options)
+        return await self._source(upstream, session, spec, count_rows=False)
 
     async def _source(
         self,
@@ -195,48 +181,20 @@ class Scans:
                 await learn_server_side_session(self._registry, session, upstream)
 
     async def _spec(
-        self, upstream: UpstreamSession, session: SessionContext, message: proto.Scan
+        self,
+        upstream: UpstreamSession,
+        session: SessionContext,
+        options: ScanOptions,
+        file_filter: FileFilter | None = None,
     ) -> ScanSpec:
-        provided = await self._schema(upstream, message)
-        partitioning = choice(
-            "partitioning", proto.word_of(proto.Partitioning, message.partitioning), Partitioning
-        )
-        if message.WhichOneof("source") == "table":
-            source = await self._table(upstream, session, message.table)
-            paths, file_format = [source.location], source.format
-            options = {**_reader_options(file_format, source.options), **message.options}
-            provided = provided if provided is not None else source.schema
-            partitioning = Partitioning.HIVE
-        else:
-            paths = list(message.files.paths)
-            file_format = choice("format", message.files.format, Format)
-            options = dict(message.options)
-        return ScanSpec(
-            paths=paths,
-            format=file_format,
-            columns=None if message.wildcard else list(message.columns),
-            provided_schema=provided,
-            strict=message.schema_policy == proto.SchemaPolicy.SCHEMA_POLICY_STRICT,
-            partitioning=partitioning,
-            on_error=choice(
-                "on_error", proto.word_of(proto.BadRecordPolicy, message.on_error), OnError
-            ),
-            max_rows=message.limits.max_rows or DEFAULT_MAX_ROWS,
-            max_bytes=message.limits.max_bytes or DEFAULT_MAX_BYTES,
-            options=options,
-            evolution=_evolution(message),
-            rescued_column=message.rescued_column or None,
-            compression=choice(
-                "compression", proto.word_of(proto.Compression, message.compression), Compression
-            ),
-            rejects_table=message.rejects_table or None,
-            file_filter=_file_filter(message.file_filter),
-            missing_columns=choice(
-                "missing_columns",
-                proto.word_of(proto.MissingColumns, message.missing_columns),
-                MissingColumns,
-            ),
-        )
+        """The spec of a scan's options: its schema parsed, a table's files looked up."""
+        provided = await _provided_schema(upstream, options.schema)
+        if options.table is not None:
+            table = await self._table(upstream, session, options.table)
+            reader = _reader_options(table.format, table.options)
+            options = options.for_table(table.location, table.format, reader)
+            provided = provided if provided is not None else table.schema
+        return options.to_spec(provided, file_filter)
 
     async def _table(
         self, upstream: UpstreamSession, session: SessionContext, name: str
@@ -253,16 +211,6 @@ class Scans:
             )
         return await _permanent_table(upstream, name)
 
-    async def _schema(self, upstream: UpstreamSession, message: proto.Scan) -> pa.Schema | None:
-        data_type: spark_proto.DataType | None = None
-        if message.HasField("schema"):
-            data_type = message.schema
-        elif message.HasField("schema_ddl"):
-            data_type = await _parse_ddl(upstream, message.schema_ddl)
-        if data_type is None:
-            return None
-        return _arrow_schema(data_type)
-
 
 def _registration() -> spark_proto.Command:
     """The command that registers the scan data source, pickled by reference."""
@@ -273,6 +221,16 @@ def _registration() -> spark_proto.Command:
     registration.python_data_source.command = pickled
     registration.python_data_source.python_ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
     return command
+
+
+async def _provided_schema(upstream: UpstreamSession, schema: object) -> pa.Schema | None:
+    """A scan's provided schema as Arrow: DDL text is parsed by Spark, a DataType converted."""
+    if schema is None or isinstance(schema, pa.Schema):
+        return schema
+    if isinstance(schema, str):
+        return _arrow_schema(await _parse_ddl(upstream, schema))
+    assert isinstance(schema, spark_proto.DataType), type(schema)
+    return _arrow_schema(schema)
 
 
 def _arrow_schema(data_type: spark_proto.DataType) -> pa.Schema:
@@ -293,13 +251,6 @@ def _file_filter(text: str) -> FileFilter | None:
     return predicates.from_json(data)
 
 
-def _evolution(message: proto.Scan) -> Evolution | None:
-    """The message's evolution mode; None leaves it to ``strict`` (the schema policy)."""
-    if message.evolution == proto.Evolution.EVOLUTION_UNSPECIFIED:
-        return None
-    return choice("evolution", proto.word_of(proto.Evolution, message.evolution), Evolution)
-
-
 @dataclass(frozen=True)
 class _TableSource:
     """Where a scanned table's files are and how to read them."""
@@ -313,8 +264,8 @@ class _TableSource:
 
 def _scan_format(table: str, file_format: str) -> Format:
     try:
-        return Format(file_format.lower())
-    except ValueError:
+        return format_of(file_format)
+    except InvalidScanSpec:
         raise PlanError(
             f"scan(table=[{table}]): the table is stored as {file_format}, which the scan "
             f"cannot read; it reads {Format.words()}"
@@ -373,7 +324,7 @@ def _storage_properties(text: str) -> dict[str, str]:
 
 def _reader_options(file_format: Format, spark_options: Mapping[str, str]) -> dict[str, str]:
     """The Spark options a table was written with that the scan's reader takes, renamed."""
-    allowed = format_class(file_format).option_names
+    allowed = ensure_format(file_format).option_names
     options: dict[str, str] = {}
     for key, value in spark_options.items():
         name = _SPARK_OPTION_NAMES.get(key.lower(), key.lower())

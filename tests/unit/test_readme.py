@@ -201,3 +201,51 @@ def test_the_docs_list_every_error_class_the_gateway_emits() -> None:
         for e in emitted()
     }
     assert _error_table() == in_code
+
+
+def _table(page: Path, header: str) -> list[list[str]]:
+    """The cells of each row of the markdown table whose header row starts with ``header``."""
+    lines = page.read_text().splitlines()
+    start = next(number for number, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+    return rows
+
+
+def _names(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def test_the_tables_of_scan_options_list_the_options_of_the_model() -> None:
+    """docs/scans.md's two tables of options, the README's way to them, hold every option of
+    ``ScanOptions`` (connect_plugin/scanning/options.py) with the values it takes, in its order,
+    and every reader and object-store option there is."""
+    from connect_plugin.scanning.formats import FORMAT_CLASSES
+    from connect_plugin.scanning.options import SCAN_OPTIONS
+    from connect_plugin.scanning.storage import S3_OPTIONS
+
+    scans = CHECKOUT / "docs" / "scans.md"
+    reader_options = set(S3_OPTIONS).union(*(cls.option_names for cls in FORMAT_CLASSES.values()))
+    library = _table(scans, "| option | values |")
+    own = [row for row in library if not row[0].startswith("`options`:")]
+    assert [_names(row[0]) for row in own] == [[option.name] for option in SCAN_OPTIONS]
+    for row, option in zip(own, SCAN_OPTIONS, strict=True):
+        assert row[1] == option.values, f"docs/scans.md: the values of {option.name}"
+    named = {name.lower() for row in library if row not in own for name in _names(row[0])[1:]}
+    assert named == reader_options
+
+    sql = _table(scans, "| SQL option | `scan()` argument |")
+    own = [row for row in sql if row[1] != "`options={...}`"]
+    arguments = [name for row in own for name in _names(row[1])]
+    assert arguments == [option.name for option in SCAN_OPTIONS]
+    by_name = {option.name: option for option in SCAN_OPTIONS}
+    for row in own:
+        (first, *more) = _names(row[1])
+        words = by_name[first].kind.words()
+        if words is not None and not more:
+            assert row[2] == words, f"docs/scans.md: the SQL values of {first}"
+    named = {name.lower() for row in sql if row not in own for name in _names(row[0])}
+    assert named == reader_options

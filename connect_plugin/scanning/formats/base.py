@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.scanning.choices import Compression
 from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.options import Compression, Format
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
@@ -137,7 +137,8 @@ def place_text(line: int, offset: int | None = None, unit: str = "line") -> str:
 class FileFormat:
     """One file format of the scan, with the reader options of one spec."""
 
-    name: ClassVar[Format]
+    name: ClassVar[str]
+    """The format's own name, under which the registry (``formats.FORMAT_CLASSES``) lists it."""
     option_names: ClassVar[frozenset[str]] = frozenset()
     has_row_path: ClassVar[bool] = True
     """Whether records pyarrow refuses can be read again one by one (not parquet)."""

@@ -39,7 +39,6 @@ from connect_plugin.scanning.formats.base import (
     RejectKind,
     Row,
 )
-from connect_plugin.scanning.options import Format
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 
 if TYPE_CHECKING:
@@ -225,7 +224,7 @@ class DelimitedFormat(FileFormat):
 
 
 class CsvFormat(DelimitedFormat):
-    name = Format.CSV
+    name = "csv"
     fixed_width = True
     option_names = frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"})
 
@@ -346,14 +345,14 @@ class CsvFormat(DelimitedFormat):
 
 
 class TsvFormat(CsvFormat):
-    name = Format.TSV
+    name = "tsv"
     default_delimiter = "\t"
 
 
 class TextFormat(DelimitedFormat):
     """Lines as records; ``delimiter`` splits them into fields, without quoting."""
 
-    name = Format.TEXT
+    name = "text"
     option_names = frozenset({"delimiter"})
 
     def native_batches(

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from connect_plugin.errors import SchemaEvolutionError
+from connect_plugin.scanning.choices import choice
 from connect_plugin.scanning.converters import BadValue, Converter, json_converter
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats.base import (
@@ -51,7 +52,6 @@ from connect_plugin.scanning.formats.json_structure import (
     record_lines,
     units,
 )
-from connect_plugin.scanning.options import Format, choice
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
 
@@ -96,7 +96,7 @@ class Place:
 
 
 class JsonFormat(FileFormat):
-    name = Format.JSON
+    name = "json"
     option_names = frozenset({LAYOUT_OPTION})
     records_can_be_bad = True
 

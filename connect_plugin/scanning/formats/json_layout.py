@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from connect_plugin.scanning.options import ScanChoice
+from connect_plugin.scanning.choices import ScanChoice
 
 LOOKAHEAD_LINES = 2
 """Lines after a broken first line that tell a bad NDJSON record from a pretty-printed object."""

@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats.base import Decode, FileFormat, FileSample
-from connect_plugin.scanning.options import Format
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array
 from connect_plugin.scanning.widening import normalize_type
 
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class ParquetFormat(FileFormat):
-    name = Format.PARQUET
+    name = "parquet"
     has_row_path = False
     compressible = False
 

@@ -63,6 +63,21 @@ def test_wildcard_gives_first_file_order_then_dirs_and_widens(
     ]
 
 
+def test_ndjson_is_another_name_for_json_from_python_and_sql(
+    spark: SparkSession, drifting: Path
+) -> None:
+    by_name = connect_plugin.scan(spark, str(drifting), format="json")
+    by_alias = connect_plugin.scan(spark, str(drifting), format="ndjson")
+    assert by_alias.dtypes == by_name.dtypes
+    expected = sorted(rows(by_name), key=lambda r: r["id"])
+    assert sorted(rows(by_alias), key=lambda r: r["id"]) == expected
+    spark.sql(
+        f"CREATE OR REPLACE TEMPORARY VIEW drifting_ndjson USING scan OPTIONS "
+        f"(path '{drifting}', format 'NDJSON')"
+    )
+    assert sorted(rows(spark.table("drifting_ndjson")), key=lambda r: r["id"]) == expected
+
+
 def test_explicit_columns_match_without_case_and_keep_the_spelling(
     spark: SparkSession, drifting: Path
 ) -> None:
