@@ -14,7 +14,8 @@ one run, on ``FILES`` json files of ``ROWS_PER_FILE`` rows:
   ``pyspark.zip`` first on their path (what the launcher
   ``connect-plugin-python`` avoids).
 - **four at once**: ``CONCURRENT`` clients open sessions and scan at the
-  same moment, ``ROUNDS`` times; the median of every client's time.
+  same moment, ``ROUNDS`` times; the median of every client's time; and
+  the same with the trivial source, Spark's own floor for that load.
 - **fresh start**: ``connect-plugin serve --local`` launched anew (a new
   state folder), from launch to a client's first count; with the warm-up
   (the default) and with ``--no-warm-up``, with the JVM's class archive
@@ -255,11 +256,15 @@ def main() -> dict[str, float]:
 
             print(f"{CONCURRENT} clients at once, {ROUNDS} rounds ...", flush=True)
             together: list[float] = []
+            trivial_together: list[float] = []
             with ThreadPoolExecutor(CONCURRENT) as pool:
                 for _ in range(ROUNDS):
                     runs = [pool.submit(_timed, address, _scan(data), rows) for _ in range(CONCURRENT)]
                     together += [run.result() for run in runs]
+                    runs = [pool.submit(_timed, address, _trivial, 1) for _ in range(CONCURRENT)]
+                    trivial_together += [run.result() for run in runs]
             figures["concurrent_first_scan_s"] = _median(together)
+            figures["concurrent_trivial_first_read_s"] = _median(trivial_together)
 
             print(f"memory: {MEMORY_SESSIONS} scanning sessions opened and released ...", flush=True)
             time.sleep(2.0)
@@ -285,6 +290,7 @@ def main() -> dict[str, float]:
         ("  trivial source without the fork server", figures["no_fork_server_trivial_first_read_s"], ""),
         ("  plain interpreter (pyspark.zip), no launcher", figures["plain_python_first_scan_s"], ""),
         (f"first scan, {CONCURRENT} clients at once (median)", figures["concurrent_first_scan_s"], "<= 2.0 s"),
+        ("  trivial source, the same", figures["concurrent_trivial_first_read_s"], ""),
         ("fresh serve --local: ready line", ready, ""),
         ("fresh serve --local: first count from launch", first, "<= 8 s"),
         ("  --no-warm-up: ready line", cold_ready, ""),
