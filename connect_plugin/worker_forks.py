@@ -47,11 +47,15 @@ import tempfile
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
-from connect_plugin.worker_python import ZIP_NAME, worker_path
-
-DAEMON = ("-m", "pyspark.daemon")
+from connect_plugin.worker_python import (
+    DAEMON,
+    MESSAGE_BYTES,
+    ZIP_NAME,
+    send_signal,
+    worker_path,
+)
 
 PRELOAD = (
     "pyspark.worker",
@@ -101,67 +105,6 @@ READY = "ready"
 SOCKET_NAME = "forks.sock"
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
-MESSAGE_BYTES = 1 << 20
-_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-
-
-def run_forked(path: str, arguments: Sequence[str], environment: Mapping[str, str]) -> int | None:
-    """In the launcher: have the server at ``path`` fork the daemon ``arguments`` describe, with
-    this process's standard streams; its exit code, or None when the server is not there or
-    refuses (then nothing was started)."""
-    try:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        sock.connect(path)
-        request = {
-            "arguments": list(arguments),
-            "environment": dict(environment),
-            "cwd": os.getcwd(),
-        }
-        socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
-    except OSError:
-        return None
-    reply = _receive(sock)
-    if reply is None:
-        print(
-            "connect-plugin-python: the worker fork server ended before answering", file=sys.stderr
-        )
-        return 1
-    if "refused" in reply:
-        sock.close()
-        return None
-    pid = int(reply["pid"])
-    for number in _FORWARDED:
-        signal.signal(number, lambda received, _frame: _send_signal(pid, received))
-    status = _receive(sock)
-    if status is not None:
-        return int(status["exit"])
-    _wait_for(pid)
-    return 1
-
-
-def _receive(sock: socket.socket) -> dict[str, Any] | None:
-    try:
-        message = sock.recv(MESSAGE_BYTES)
-    except OSError:
-        return None
-    return json.loads(message) if message else None
-
-
-def _send_signal(pid: int, number: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, number)
-
-
-def _wait_for(pid: int) -> None:
-    """Wait for a process that is not this one's child (the daemon, once its server is gone)."""
-    try:
-        handle = os.pidfd_open(pid)
-    except OSError:
-        return
-    with selectors.DefaultSelector() as selector:
-        selector.register(handle, selectors.EVENT_READ)
-        selector.select()
-    os.close(handle)
 
 
 @dataclass
@@ -316,7 +259,7 @@ class ForkServer:
         daemon = self.daemons[pid]
         self.selector.unregister(daemon.connection)
         daemon.abandoned = True
-        _send_signal(pid, signal.SIGTERM)
+        send_signal(pid, signal.SIGTERM)
 
 
 def _entries(python_path: str) -> list[str]:

@@ -8,6 +8,11 @@ takes the zip off ``PYTHONPATH`` and runs the interpreter with the same
 arguments, so pyspark loads from site-packages, compiled once at install.
 With any other pyspark (or none) the path stays as Spark set it.
 
+When ``CONNECT_PLUGIN_FORK_SERVER`` names a worker fork server
+(``connect_plugin.worker_forks``), a ``pyspark.daemon`` is forked by that
+server instead, already loaded; this is its client half (``run_forked``),
+kept here so that a launch imports only what it uses.
+
 Point Spark at it with ``spark.pyspark.python`` (the embedded server and
 the image do). It imports nothing but the standard library and never
 imports pyspark itself.
@@ -15,15 +20,25 @@ imports pyspark itself.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import selectors
+import signal
+import socket
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 ZIP_NAME = "pyspark.zip"
 FORKS_VARIABLE = "CONNECT_PLUGIN_FORK_SERVER"
 """Names the worker fork server's socket (``connect_plugin.worker_forks``)."""
+DAEMON = ("-m", "pyspark.daemon")
+MESSAGE_BYTES = 1 << 20
+"""The largest message between the launcher and the fork server (a daemon's environment)."""
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 _VERSION = re.compile(rb"""__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""")
 
 
@@ -68,9 +83,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = dict(os.environ)
     forks = environment.get(FORKS_VARIABLE)
-    if forks and arguments[:2] == ["-m", "pyspark.daemon"]:
-        from connect_plugin.worker_forks import run_forked
-
+    if forks and tuple(arguments[:2]) == DAEMON:
         code = run_forked(forks, arguments, environment)
         if code is not None:
             sys.exit(code)
@@ -78,6 +91,65 @@ def main(argv: Sequence[str] | None = None) -> None:
     if ZIP_NAME in python_path:
         environment["PYTHONPATH"] = worker_path(python_path, installed_version())
     os.execve(sys.executable, [sys.executable, *arguments], environment)
+
+
+def run_forked(path: str, arguments: Sequence[str], environment: Mapping[str, str]) -> int | None:
+    """In the launcher: have the server at ``path`` fork the daemon ``arguments`` describe, with
+    this process's standard streams; its exit code, or None when the server is not there or
+    refuses (then nothing was started)."""
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.connect(path)
+        request = {
+            "arguments": list(arguments),
+            "environment": dict(environment),
+            "cwd": os.getcwd(),
+        }
+        socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
+    except OSError:
+        return None
+    reply = _receive(sock)
+    if reply is None:
+        print(
+            "connect-plugin-python: the worker fork server ended before answering", file=sys.stderr
+        )
+        return 1
+    if "refused" in reply:
+        sock.close()
+        return None
+    pid = int(reply["pid"])
+    for number in _FORWARDED:
+        signal.signal(number, lambda received, _frame: send_signal(pid, received))
+    status = _receive(sock)
+    if status is not None:
+        return int(status["exit"])
+    _wait_for(pid)
+    return 1
+
+
+def _receive(sock: socket.socket) -> dict[str, Any] | None:
+    try:
+        message = sock.recv(MESSAGE_BYTES)
+    except OSError:
+        return None
+    return json.loads(message) if message else None
+
+
+def send_signal(pid: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, number)
+
+
+def _wait_for(pid: int) -> None:
+    """Wait for a process that is not this one's child (the daemon, once its server is gone)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        return
+    with selectors.DefaultSelector() as selector:
+        selector.register(handle, selectors.EVENT_READ)
+        selector.select()
+    os.close(handle)
 
 
 def launcher(python: str) -> str:
