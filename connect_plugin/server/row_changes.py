@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +163,11 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
         if request.problem:
             raise TempTableError(f"{request.describe()}: {request.problem}")
         metric = f"connect_plugin_changes_{uuid.uuid4().hex}"
+        # The view check and the analysis run beside the write rather than before it: the
+        # write cannot pass the swap without the check, and a plan Spark cannot analyse fails
+        # the write too, reported in the statement's terms (nothing is changed either way).
+        beside: list[asyncio.Future[Any]] = []
+        explained: list[Callable[[UpstreamFailed], TempTableQueryFailed]] = []
 
         async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
             plan = Plan.of(request, table)
@@ -169,25 +175,18 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
 
             def failed(exc: UpstreamFailed) -> TempTableQueryFailed:
                 return TempTableQueryFailed(f"{request.describe()}: {plan.in_user_terms(exc.message)}")
-            ours, analysed = await asyncio.gather(
-                self._tables.view_is_table(upstream, table),
-                upstream.schema(relation),
-                return_exceptions=True,
-            )
-            if isinstance(ours, BaseException):
-                raise ours
-            if not ours:
-                raise TempTableNotFound(
-                    f"{request.describe()}: the view of temporary table [{table.name}] was "
-                    "dropped or replaced outside the gateway; SHOW TEMPORARY TABLES lists the "
-                    "tables the session has"
-                )
-            if isinstance(analysed, UpstreamFailed):
-                raise failed(analysed) from analysed
-            if isinstance(analysed, BaseException):
-                raise analysed
+
+            ours = asyncio.ensure_future(self._tables.view_is_table(upstream, table))
+            beside.extend((ours, asyncio.ensure_future(upstream.schema(relation))))
+            explained.append(failed)
 
             async def check(written: Written) -> None:
+                if not await ours:
+                    raise TempTableNotFound(
+                        f"{request.describe()}: the view of temporary table [{table.name}] was "
+                        "dropped or replaced outside the gateway; SHOW TEMPORARY TABLES lists "
+                        "the tables the session has"
+                    )
                 if plan.cardinality is None:
                     return
                 held = table.rows
@@ -209,7 +208,20 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
 
             return Rewrite(relation, metric, plan.counting(), check=check)
 
-        _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
+        try:
+            _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
+        except TempTableQueryFailed as exc:
+            if beside:
+                analysis = beside[1]
+                await asyncio.wait([analysis])
+                analysed = None if analysis.cancelled() else analysis.exception()
+                if isinstance(analysed, UpstreamFailed):
+                    raise explained[0](analysed) from exc
+            raise
+        finally:
+            for future in beside:
+                future.cancel()
+            await asyncio.gather(*beside, return_exceptions=True)
         counts = Counts(*written.observed[metric][: len(COUNTED)])
         if isinstance(request, MergeInto):
             row: results.Row = (counts.affected, counts.updated, counts.deleted, counts.inserted)
