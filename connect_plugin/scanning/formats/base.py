@@ -15,18 +15,17 @@ import io
 import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.choices import Compression
 from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.records import BadRecordSink, Row
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
-    from connect_plugin.scanning.rowpath import BadRecords
     from connect_plugin.scanning.spec import ScanSpec
 
 BLOCK_BYTES = 4 * 1024 * 1024
@@ -53,8 +52,6 @@ COLUMNS = "columns"
 
 STRING_LIST = pa.list_(pa.field("element", pa.string()))
 """The type of ``columns``: the fields of a line, in order."""
-
-Row = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -112,26 +109,6 @@ class Decode:
         if self.rescue is not None:
             fields.append(pa.field(self.rescue, pa.string()))
         return fields
-
-
-class RejectKind(str, Enum):
-    """What was wrong with a rejected record: the ``error_type`` column of a rejects table."""
-
-    CAST = "CAST"
-    """A value that does not convert to its column's type."""
-    MALFORMED_RECORD = "MALFORMED RECORD"
-    """A record that is no record of the format (broken json, a json scalar)."""
-    INVALID_ENCODING = "INVALID ENCODING"
-    """A line that is not UTF-8 text (DuckDB's INVALID UNICODE)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-
-def place_text(line: int, offset: int | None = None, unit: str = "line") -> str:
-    """Where a record is, for messages: ``line 3``, or ``line 1 (byte offset 5120)``."""
-    where = f"{unit} {line}"
-    return where if offset is None else f"{where} (byte offset {offset})"
 
 
 class FileFormat:
@@ -264,7 +241,7 @@ class FileFormat:
         raise NotImplementedError
 
     def row_records(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
         """Raw rows of a file from record ``skip`` on (counting from 0), parsed in Python."""
         raise NotImplementedError

@@ -36,14 +36,12 @@ from connect_plugin.scanning.formats.base import (
     Decode,
     FileFormat,
     FileSample,
-    RejectKind,
-    Row,
 )
+from connect_plugin.scanning.records import BadRecordSink, RejectKind, Row
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
-    from connect_plugin.scanning.rowpath import BadRecords
     from connect_plugin.scanning.spec import ScanSpec
 
 _BOOLEAN_OPTIONS = frozenset({"header", "multiline"})
@@ -130,7 +128,7 @@ class DelimitedFormat(FileFormat):
         raise NotImplementedError
 
     def row_records(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
         records = self.records(_text_lines(self.lines(scan_file), scan_file, bad))
         positions, leftovers, width = self._positions(plan, decode, records, scan_file)
@@ -424,7 +422,7 @@ def _lines(block: bytes) -> pa.Array:
 
 
 def _text_lines(
-    raw_lines: Iterable[bytes], scan_file: ScanFile, bad: BadRecords
+    raw_lines: Iterable[bytes], scan_file: ScanFile, bad: BadRecordSink
 ) -> Iterator[tuple[int, str | None]]:
     """Numbered lines without their line break; a line that is not UTF-8 is reported, as None."""
     for number, raw in enumerate(raw_lines, start=1):

@@ -40,8 +40,6 @@ from connect_plugin.scanning.formats.base import (
     Decode,
     FileFormat,
     FileSample,
-    Row,
-    place_text,
 )
 from connect_plugin.scanning.formats.json_layout import JsonLayout, detect_layout
 from connect_plugin.scanning.formats.json_structure import (
@@ -52,12 +50,12 @@ from connect_plugin.scanning.formats.json_structure import (
     record_lines,
     units,
 )
+from connect_plugin.scanning.records import BadRecordSink, Row, place_text
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
 
 if TYPE_CHECKING:
     from connect_plugin.scanning.plan import ScanPlan
-    from connect_plugin.scanning.rowpath import BadRecords
     from connect_plugin.scanning.spec import ScanSpec
 
 INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
@@ -189,7 +187,7 @@ class JsonFormat(FileFormat):
                 yield from read_lines(block, parse).to_batches()
 
     def row_records(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
         columns = [
             (f.name, plan.spelling(scan_file, f.name), f.name.casefold(), json_converter(f.type))
@@ -339,7 +337,7 @@ def _convert_record(
     columns: Sequence[tuple[str, str, str, Converter]],
     scan_file: ScanFile,
     place: Place,
-    bad: BadRecords,
+    bad: BadRecordSink,
     decode: Decode,
     line: bytes,
 ) -> Row | None:
