@@ -136,7 +136,7 @@ def row_batches(
     bad: BadRecords,
 ) -> Iterator[pa.RecordBatch]:
     """Raw batches of a file from record ``skip`` on (counting from 0), parsed in Python."""
-    records = plan.spec.file_format.row_records(plan, scan_file, decode, skip, bad)
+    records = plan.spec.file_format.row_records(scan_file, decode, skip, bad)
     loader = ResultSetLoader(
         pa.schema(decode.raw_fields), max_rows=plan.spec.max_rows, max_bytes=plan.spec.max_bytes
     )

@@ -129,7 +129,7 @@ class ScanReader:
                     yield conform(rows_only(count), constants)
                     delivered += count
                 return
-            for raw in self.format.native_batches(self.plan, scan_file, self.decode):
+            for raw in self.format.native_batches(scan_file, self.decode):
                 if in_place:
                     batch = self._conform_in_place(raw, constants, scan_file, delivered)
                 else:
@@ -214,8 +214,9 @@ def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
         return Decode(
             tuple(fields),
             rescue=rescue,
-            table_keys=frozenset(f.name.casefold() for f in plan.table.data_fields),
+            positions={f.name.casefold(): i for i, f in enumerate(plan.table.data_fields)},
             fail_on_new=plan.spec.schema_evolution is Evolution.FAIL_ON_NEW_COLUMNS,
+            spellings=plan.spellings,
         )
     elements = tuple(
         sorted({c.index for c in plan.columns if c.kind is Kind.ELEMENT and c.source == COLUMNS})
