@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ import pyarrow as pa
 from connect_plugin.errors import MissingColumn
 from connect_plugin.scanning.choices import Evolution, MissingColumns
 from connect_plugin.scanning.files import ScanFile, list_files
-from connect_plugin.scanning.formats import FileSample
+from connect_plugin.scanning.formats import FileSample, Spellings
 from connect_plugin.scanning.projection import (
     Kind,
     OutputColumn,
@@ -37,9 +37,6 @@ from connect_plugin.scanning.spec import ScanSpec
 
 SCHEMA_CACHE_SIZE = 64
 """Resolved table schemas kept per process (one per distinct spec and file set)."""
-
-Spellings = Mapping[str, Mapping[str, str]]
-"""Per file path: folded column name -> the spelling the file uses."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +65,6 @@ class ScanPlan:
             if column.kind in (Kind.TABLE, Kind.MEMBER, Kind.ELEMENT)
         }
         return tuple(f for f in self.table.data_fields if f.name.casefold() in needed)
-
-    def spelling(self, scan_file: ScanFile, name: str) -> str:
-        """How a file spells a table column (the table's spelling when it was not sampled)."""
-        return self.spellings.get(scan_file.path, {}).get(name.casefold(), name)
 
 
 def plan_scan(spec: ScanSpec) -> ScanPlan:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Protocol
 
 import pyarrow as pa
 
@@ -31,9 +29,9 @@ from connect_plugin.errors import BadRecord
 from connect_plugin.scanning.choices import OnError
 from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import Decode
-from connect_plugin.scanning.formats.base import RejectKind, Row, place_text
 from connect_plugin.scanning.loader import ResultSetLoader
 from connect_plugin.scanning.plan import ScanPlan
+from connect_plugin.scanning.records import Reject, RejectKind, RejectSink, Row
 
 log = logging.getLogger(__name__)
 
@@ -44,37 +42,12 @@ _ACTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Reject:
-    """One record ``on_error`` skipped or nulled: where it is, what was wrong, its text."""
-
-    file: str
-    """The file's URL."""
-    line: int
-    """The record's line (its row for parquet), counting from 1."""
-    reason: str
-    unit: str = "line"
-    record: str | None = None
-    """The record's text (a csv record's fields joined by its delimiter), where the reader has it."""
-    offset: int | None = None
-    """The record's first byte in the file, where lines say too little (json arrays, documents)."""
-    kind: RejectKind = RejectKind.CAST
-    column: str | None = None
-    """The column whose value did not convert (CAST); None when the whole record is bad."""
-
-    @property
-    def place(self) -> str:
-        return place_text(self.line, self.offset, self.unit)
-
-
-class RejectSink(Protocol):
-    """Where the rejected records of a scan go (a rejects table, a test's list)."""
-
-    def write(self, reject: Reject) -> None: ...
-
-
 class BadRecords:
-    """Applies ``on_error`` to bad records and counts the ones it skipped or nulled."""
+    """Applies ``on_error`` to bad records and counts the ones it skipped or nulled.
+
+    It is the ``BadRecordSink`` a format reports to on the row path, and the
+    scanner's own for parquet values that do not cast.
+    """
 
     def __init__(self, on_error: OnError, sink: RejectSink | None = None) -> None:
         self.on_error = on_error
@@ -163,7 +136,7 @@ def row_batches(
     bad: BadRecords,
 ) -> Iterator[pa.RecordBatch]:
     """Raw batches of a file from record ``skip`` on (counting from 0), parsed in Python."""
-    records = plan.spec.file_format.row_records(plan, scan_file, decode, skip, bad)
+    records = plan.spec.file_format.row_records(scan_file, decode, skip, bad)
     loader = ResultSetLoader(
         pa.schema(decode.raw_fields), max_rows=plan.spec.max_rows, max_bytes=plan.spec.max_bytes
     )

@@ -29,8 +29,9 @@ from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, Decode
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.projection import Kind
+from connect_plugin.scanning.records import RejectSink
 from connect_plugin.scanning.rescue import rescued_text, without_file
-from connect_plugin.scanning.rowpath import BadRecords, RejectSink, row_batches
+from connect_plugin.scanning.rowpath import BadRecords, row_batches
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class ScanReader:
                     yield conform(rows_only(count), constants)
                     delivered += count
                 return
-            for raw in self.format.native_batches(self.plan, scan_file, self.decode):
+            for raw in self.format.native_batches(scan_file, self.decode):
                 if in_place:
                     batch = self._conform_in_place(raw, constants, scan_file, delivered)
                 else:
@@ -213,8 +214,9 @@ def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
         return Decode(
             tuple(fields),
             rescue=rescue,
-            table_keys=frozenset(f.name.casefold() for f in plan.table.data_fields),
+            positions={f.name.casefold(): i for i, f in enumerate(plan.table.data_fields)},
             fail_on_new=plan.spec.schema_evolution is Evolution.FAIL_ON_NEW_COLUMNS,
+            spellings=plan.spellings,
         )
     elements = tuple(
         sorted({c.index for c in plan.columns if c.kind is Kind.ELEMENT and c.source == COLUMNS})

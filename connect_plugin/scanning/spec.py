@@ -34,7 +34,13 @@ from connect_plugin.scanning.choices import (
     boolean,
     choice,
 )
-from connect_plugin.scanning.formats import FileFormat, Format, ensure_format, format_of
+from connect_plugin.scanning.formats import (
+    FileFormat,
+    Format,
+    FormatSettings,
+    ensure_format,
+    format_of,
+)
 from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
 from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.storage import (
@@ -194,7 +200,19 @@ class ScanSpec:
     @cached_property
     def file_format(self) -> FileFormat:
         """The format object of this spec, built once and kept with it."""
-        return ensure_format(self.format)(self)
+        return ensure_format(self.format)(self.format_settings)
+
+    @property
+    def format_settings(self) -> FormatSettings:
+        """What the format reads of the spec: how to open and parse files, not what to keep."""
+        return FormatSettings(
+            storage=self.storage,
+            options=self.options,
+            compression=self.compression,
+            sample_bytes=self.sample_bytes,
+            max_rows=self.max_rows,
+            has_schema=self.provided_schema is not None,
+        )
 
     @property
     def has_header(self) -> bool:

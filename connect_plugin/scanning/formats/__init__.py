@@ -22,6 +22,8 @@ from connect_plugin.scanning.formats.base import (
     Decode,
     FileFormat,
     FileSample,
+    FormatSettings,
+    Spellings,
 )
 from connect_plugin.scanning.formats.delimited import CsvFormat, TextFormat, TsvFormat
 from connect_plugin.scanning.formats.json import JsonFormat
@@ -90,6 +92,8 @@ __all__ = [
     "FileFormat",
     "FileSample",
     "Format",
+    "FormatSettings",
+    "Spellings",
     "ensure_format",
     "format_of",
 ]

@@ -1,12 +1,19 @@
 """What every file format of the scan offers, and the byte-level reading they share.
 
-A format object is built once per spec (``ScanSpec.file_format``) and holds
-the format's typed reader options. It answers the four questions the scan
-asks of a file: its columns from a bounded look (``sample``), its records
-as Arrow batches from pyarrow's own readers (``native_batches``), the same
-records parsed one by one in Python from a given record on
-(``row_records``), and its record count without decoding a value
-(``count_rows``). Nothing outside ``formats`` asks which format a scan has.
+A format object is built once per spec (``ScanSpec.file_format``) from
+its ``FormatSettings`` and holds the format's typed reader options. It
+answers the four questions the scan asks of a file: its columns from a
+bounded look (``sample``), its records as Arrow batches from pyarrow's own
+readers (``native_batches``), the same records parsed one by one in Python
+from a given record on (``row_records``), and its record count without
+decoding a value (``count_rows``). Nothing outside ``formats`` asks which
+format a scan has.
+
+Formats are a wing under the planner: what a format is told is its
+settings, the file, what to decode from it (``Decode``, which the scanner
+makes from the plan) and, on the row path, a ``BadRecordSink``. So no
+module of ``formats`` imports the spec, the options, the plan or the row
+path, which all build on formats (a unit test holds them to that).
 """
 
 from __future__ import annotations
@@ -15,19 +22,15 @@ import io
 import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.choices import Compression
 from connect_plugin.scanning.files import ScanFile
-
-if TYPE_CHECKING:
-    from connect_plugin.scanning.plan import ScanPlan
-    from connect_plugin.scanning.rowpath import BadRecords
-    from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.records import BadRecordSink, Row
+from connect_plugin.scanning.storage import Storage
 
 BLOCK_BYTES = 4 * 1024 * 1024
 """Bytes pyarrow parses at a time; a json line longer than this goes to the row path."""
@@ -54,7 +57,36 @@ COLUMNS = "columns"
 STRING_LIST = pa.list_(pa.field("element", pa.string()))
 """The type of ``columns``: the fields of a line, in order."""
 
-Row = tuple[Any, ...]
+Spellings = Mapping[str, Mapping[str, str]]
+"""Per file path: folded column name -> the spelling the file uses."""
+
+
+@dataclass(frozen=True)
+class FormatSettings:
+    """The few settings of a scan that decide how a format opens and parses files.
+
+    The spec makes them (``ScanSpec.format_settings``) for the format it
+    builds; a format reads nothing else of the spec, so it can neither
+    depend on the projection or policies nor import what is built on it.
+    """
+
+    storage: Storage
+    """The file system the scan's files are opened on."""
+    options: Mapping[str, str]
+    """The format's reader options, their names folded (``FileFormat.check_options``)."""
+    compression: Compression
+    """How whole files are compressed; ``auto`` goes by each file's name."""
+    sample_bytes: int
+    """Bytes read from the start of a file to learn its columns."""
+    max_rows: int
+    """Rows a batch may hold, which readers that batch by rows (parquet) ask for."""
+    has_schema: bool
+    """Whether the scan provides a schema, which names a headerless file's fields by position
+    (without one they form Drill's ``columns`` list)."""
+
+    def option(self, name: str, default: str | None = None) -> str | None:
+        """A reader option by any spelling of its name, or ``default`` when it is not set."""
+        return self.options.get(name.lower(), default)
 
 
 @dataclass(frozen=True)
@@ -77,17 +109,22 @@ class Decode:
     ``elements`` are the ``columns[n]`` a headerless file should deliver as
     ``columns[n]`` string columns; ``whole_list`` asks for ``columns`` itself.
     ``rescue`` names the raw string column of rescued values (None: no
-    rescue); ``table_keys`` are the folded names of every table column, so a
-    reader knows which of a file's fields the table does not keep; with
-    ``fail_on_new`` such a field is an error.
+    rescue); ``positions`` maps the folded name of every table column to its
+    place among the table's columns, so a reader knows which of a file's
+    fields the table does not keep (with ``fail_on_new`` such a field is an
+    error) and where a headerless file read by a provided schema has each
+    column. ``spellings`` are how the sampled files spell the columns. The
+    scanner makes a ``Decode`` from the plan, so that a format needs
+    nothing of the plan itself.
     """
 
     fields: tuple[pa.Field, ...]
     elements: tuple[int, ...] = ()
     whole_list: bool = False
     rescue: str | None = None
-    table_keys: frozenset[str] = frozenset()
+    positions: Mapping[str, int] = field(default_factory=dict)
     fail_on_new: bool = False
+    spellings: Spellings = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -100,7 +137,11 @@ class Decode:
 
     def leftover(self, name: str) -> bool:
         """Whether a field of a file is outside the table."""
-        return name.casefold() not in self.table_keys
+        return name.casefold() not in self.positions
+
+    def spelling(self, scan_file: ScanFile, name: str) -> str:
+        """How a file spells a table column (the table's spelling when it was not sampled)."""
+        return self.spellings.get(scan_file.path, {}).get(name.casefold(), name)
 
     @property
     def raw_fields(self) -> list[pa.Field]:
@@ -112,26 +153,6 @@ class Decode:
         if self.rescue is not None:
             fields.append(pa.field(self.rescue, pa.string()))
         return fields
-
-
-class RejectKind(str, Enum):
-    """What was wrong with a rejected record: the ``error_type`` column of a rejects table."""
-
-    CAST = "CAST"
-    """A value that does not convert to its column's type."""
-    MALFORMED_RECORD = "MALFORMED RECORD"
-    """A record that is no record of the format (broken json, a json scalar)."""
-    INVALID_ENCODING = "INVALID ENCODING"
-    """A line that is not UTF-8 text (DuckDB's INVALID UNICODE)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-
-def place_text(line: int, offset: int | None = None, unit: str = "line") -> str:
-    """Where a record is, for messages: ``line 3``, or ``line 1 (byte offset 5120)``."""
-    where = f"{unit} {line}"
-    return where if offset is None else f"{where} (byte offset {offset})"
 
 
 class FileFormat:
@@ -149,8 +170,8 @@ class FileFormat:
     """Whether a record can fail to be one at all (a json scalar is no object), so that a
     wildcard that finds no columns must still read the records to judge them, not count them."""
 
-    def __init__(self, spec: ScanSpec) -> None:
-        self.spec = spec
+    def __init__(self, settings: FormatSettings) -> None:
+        self.settings = settings
 
     @classmethod
     def check_options(cls, options: Mapping[str, str]) -> dict[str, str]:
@@ -183,11 +204,11 @@ class FileFormat:
     @property
     def list_table(self) -> bool:
         """Whether the table is Drill's single ``columns`` list (headerless, no provided schema)."""
-        return self.headerless and self.spec.provided_schema is None
+        return self.headerless and not self.settings.has_schema
 
     def codec(self, scan_file: ScanFile) -> str | None:
-        """pyarrow's codec for the file: the spec's compression, or its name's ending."""
-        compression = self.spec.compression
+        """pyarrow's codec for the file: the scan's compression, or its name's ending."""
+        compression = self.settings.compression
         if compression is Compression.AUTO:
             ending = posixpath.splitext(scan_file.path)[1].lower()
             compression = COMPRESSION_EXTENSIONS.get(ending, Compression.NONE)
@@ -195,7 +216,7 @@ class FileFormat:
 
     def open(self, scan_file: ScanFile) -> pa.NativeFile:
         """A buffered stream of the file's bytes from its start, decompressed."""
-        filesystem = self.spec.storage.filesystem
+        filesystem = self.settings.storage.filesystem
         stream = filesystem.open_input_stream(scan_file.path, compression=None)
         codec = self.codec(scan_file)
         if codec is not None:
@@ -257,14 +278,12 @@ class FileFormat:
         """The file's columns from a bounded look at it."""
         raise NotImplementedError
 
-    def native_batches(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
-    ) -> Iterator[pa.RecordBatch]:
+    def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
         """Raw batches of one file from pyarrow's reader; pyarrow's errors pass through."""
         raise NotImplementedError
 
     def row_records(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+        self, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
         """Raw rows of a file from record ``skip`` on (counting from 0), parsed in Python."""
         raise NotImplementedError

@@ -20,7 +20,7 @@ import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,15 +36,10 @@ from connect_plugin.scanning.formats.base import (
     Decode,
     FileFormat,
     FileSample,
-    RejectKind,
-    Row,
+    FormatSettings,
 )
+from connect_plugin.scanning.records import BadRecordSink, RejectKind, Row
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
-
-if TYPE_CHECKING:
-    from connect_plugin.scanning.plan import ScanPlan
-    from connect_plugin.scanning.rowpath import BadRecords
-    from connect_plugin.scanning.spec import ScanSpec
 
 _BOOLEAN_OPTIONS = frozenset({"header", "multiline"})
 _ONE_CHARACTER_OPTIONS = frozenset({"quote", "escape"})
@@ -77,17 +72,18 @@ class DelimitedFormat(FileFormat):
     default_delimiter = ","
     fixed_width = False
 
-    def __init__(self, spec: ScanSpec) -> None:
-        super().__init__(spec)
-        quote = spec.option("quote", '"')
-        escape = spec.option("escape")
+    def __init__(self, settings: FormatSettings) -> None:
+        super().__init__(settings)
+        quote = settings.option("quote", '"')
+        escape = settings.option("escape")
         self.delimited = DelimitedOptions(
-            delimiter=spec.option("delimiter", self.default_delimiter) or self.default_delimiter,
+            delimiter=settings.option("delimiter", self.default_delimiter)
+            or self.default_delimiter,
             quote=quote or None,
             escape=escape or None,
-            null_value=spec.option("nullvalue"),
-            multiline=spec.option("multiline") == "true",
-            header=spec.option("header") == "true",
+            null_value=settings.option("nullvalue"),
+            multiline=settings.option("multiline") == "true",
+            header=settings.option("header") == "true",
         )
 
     @classmethod
@@ -119,7 +115,7 @@ class DelimitedFormat(FileFormat):
 
     def header(self, scan_file: ScanFile) -> list[str]:
         """The fields of a file's first record (its header line); empty for an empty file."""
-        head, _ = self.read_head(scan_file, self.spec.sample_bytes)
+        head, _ = self.read_head(scan_file, self.settings.sample_bytes)
         text = head.decode("utf-8", errors="replace")
         for row in python_csv_reader(io.StringIO(text), self.delimited):
             if row:
@@ -130,10 +126,10 @@ class DelimitedFormat(FileFormat):
         raise NotImplementedError
 
     def row_records(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+        self, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
         records = self.records(_text_lines(self.lines(scan_file), scan_file, bad))
-        positions, leftovers, width = self._positions(plan, decode, records, scan_file)
+        positions, leftovers, width = self._positions(decode, records, scan_file)
         converters = [text_converter(f.type) for f in decode.fields]
         names = [f.name for f in decode.fields]
         rescue = decode.rescue is not None
@@ -200,7 +196,7 @@ class DelimitedFormat(FileFormat):
         return [None if field == null_value else field for field in fields]
 
     def _positions(
-        self, plan: ScanPlan, decode: Decode, records: Records, scan_file: ScanFile
+        self, decode: Decode, records: Records, scan_file: ScanFile
     ) -> tuple[list[int | None], list[tuple[str, int]], int | None]:
         """Where each decoded column sits in a record (by header name, or by position), the
         header's fields outside the table with theirs, and the header's width where records
@@ -215,8 +211,7 @@ class DelimitedFormat(FileFormat):
                 self._check_new(decode, [name for name, _ in leftovers], scan_file)
             width = len(header) if self.fixed_width and header else None
             return [present.get(f.name.casefold()) for f in decode.fields], leftovers, width
-        order = {f.name.casefold(): index for index, f in enumerate(plan.table.data_fields)}
-        return [order.get(f.name.casefold()) for f in decode.fields], [], None
+        return [decode.positions.get(f.name.casefold()) for f in decode.fields], [], None
 
     def _check_new(self, decode: Decode, names: list[str], scan_file: ScanFile) -> None:
         if decode.fail_on_new and names:
@@ -228,13 +223,11 @@ class CsvFormat(DelimitedFormat):
     fixed_width = True
     option_names = frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"})
 
-    def native_batches(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
-    ) -> Iterator[pa.RecordBatch]:
+    def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
         file_names = self._file_names(scan_file)
         if not file_names:
             return
-        wanted = self._wanted(plan, decode, file_names)
+        wanted = self._wanted(decode, file_names)
         types = {spelled: read_type for spelled, (_, read_type) in wanted.items()}
         leftovers: list[str] = []
         if decode.watches_fields and self.has_header:
@@ -317,7 +310,7 @@ class CsvFormat(DelimitedFormat):
         )
 
     def _wanted(
-        self, plan: ScanPlan, decode: Decode, file_names: Sequence[str]
+        self, decode: Decode, file_names: Sequence[str]
     ) -> dict[str, tuple[str, pa.DataType]]:
         """File column -> (raw column name, read type) for each column to decode."""
         wanted: dict[str, tuple[str, pa.DataType]] = {}
@@ -336,9 +329,8 @@ class CsvFormat(DelimitedFormat):
                 if spelled is not None:
                     wanted[spelled] = (f.name, csv_read_type(f.type))
             return wanted
-        positions = {f.name.casefold(): i for i, f in enumerate(plan.table.data_fields)}
         for f in decode.fields:
-            position = positions[f.name.casefold()]
+            position = decode.positions[f.name.casefold()]
             if position < len(file_names):
                 wanted[file_names[position]] = (f.name, csv_read_type(f.type))
         return wanted
@@ -355,10 +347,8 @@ class TextFormat(DelimitedFormat):
     name = "text"
     option_names = frozenset({"delimiter"})
 
-    def native_batches(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
-    ) -> Iterator[pa.RecordBatch]:
-        delimiter = self.spec.option("delimiter")
+    def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
+        delimiter = self.settings.option("delimiter")
         for block in self.line_blocks(scan_file):
             lines = _lines(block)
             if delimiter is not None:
@@ -372,7 +362,7 @@ class TextFormat(DelimitedFormat):
             yield block.count(b"\n") + (not block.endswith(b"\n"))
 
     def records(self, lines: Iterator[tuple[int, str | None]]) -> Records:
-        delimiter = self.spec.option("delimiter")
+        delimiter = self.settings.option("delimiter")
         for number, line in lines:
             if line is None:
                 yield number, None
@@ -424,7 +414,7 @@ def _lines(block: bytes) -> pa.Array:
 
 
 def _text_lines(
-    raw_lines: Iterable[bytes], scan_file: ScanFile, bad: BadRecords
+    raw_lines: Iterable[bytes], scan_file: ScanFile, bad: BadRecordSink
 ) -> Iterator[tuple[int, str | None]]:
     """Numbered lines without their line break; a line that is not UTF-8 is reported, as None."""
     for number, raw in enumerate(raw_lines, start=1):

@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
@@ -40,8 +40,7 @@ from connect_plugin.scanning.formats.base import (
     Decode,
     FileFormat,
     FileSample,
-    Row,
-    place_text,
+    FormatSettings,
 )
 from connect_plugin.scanning.formats.json_layout import JsonLayout, detect_layout
 from connect_plugin.scanning.formats.json_structure import (
@@ -52,13 +51,9 @@ from connect_plugin.scanning.formats.json_structure import (
     record_lines,
     units,
 )
+from connect_plugin.scanning.records import BadRecordSink, Row, place_text
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
 from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
-
-if TYPE_CHECKING:
-    from connect_plugin.scanning.plan import ScanPlan
-    from connect_plugin.scanning.rowpath import BadRecords
-    from connect_plugin.scanning.spec import ScanSpec
 
 INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 
@@ -100,9 +95,9 @@ class JsonFormat(FileFormat):
     option_names = frozenset({LAYOUT_OPTION})
     records_can_be_bad = True
 
-    def __init__(self, spec: ScanSpec) -> None:
-        super().__init__(spec)
-        self.layout = choice(LAYOUT_OPTION, spec.option(LAYOUT_OPTION, "auto"), JsonLayout)
+    def __init__(self, settings: FormatSettings) -> None:
+        super().__init__(settings)
+        self.layout = choice(LAYOUT_OPTION, settings.option(LAYOUT_OPTION, "auto"), JsonLayout)
         self._layouts: dict[str, JsonLayout] = {}
 
     @classmethod
@@ -116,7 +111,7 @@ class JsonFormat(FileFormat):
         found = self._layouts.get(scan_file.path)
         if found is None:
             with self.open(scan_file) as handle:
-                found = detect_layout(handle.read(min(DETECT_BYTES, self.spec.sample_bytes)))
+                found = detect_layout(handle.read(min(DETECT_BYTES, self.settings.sample_bytes)))
             self._layouts[scan_file.path] = found
         return found
 
@@ -128,7 +123,7 @@ class JsonFormat(FileFormat):
 
     def sample(self, scan_file: ScanFile) -> FileSample:
         if self.file_layout(scan_file) is JsonLayout.LINES:
-            head, _ = self.read_head(scan_file, self.spec.sample_bytes)
+            head, _ = self.read_head(scan_file, self.settings.sample_bytes)
             numbered = list(enumerate(head.splitlines(), start=1))
         else:
             head, numbered = self._sampled_records(scan_file)
@@ -152,19 +147,18 @@ class JsonFormat(FileFormat):
         """
         numbered = []
         layout = self.file_layout(scan_file)
-        for unit in units(self.blocks(scan_file, min(HEAD_CHUNK, self.spec.sample_bytes)), layout):
+        blocks = self.blocks(scan_file, min(HEAD_CHUNK, self.settings.sample_bytes))
+        for unit in units(blocks, layout):
             if unit.text.startswith(b"{") and _unit_problem(unit, layout) is None:
                 numbered.append((unit.line, unit.text.replace(b"\n", b" ")))
-            if unit.offset + len(unit.text) >= self.spec.sample_bytes:
+            if unit.offset + len(unit.text) >= self.settings.sample_bytes:
                 break
         return b"\n".join(text for _, text in numbered), numbered
 
-    def native_batches(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
-    ) -> Iterator[pa.RecordBatch]:
+    def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
         if self.is_empty(scan_file):
             return
-        spelled = [f.with_name(plan.spelling(scan_file, f.name)) for f in decode.fields]
+        spelled = [f.with_name(decode.spelling(scan_file, f.name)) for f in decode.fields]
         read = pa.schema([f.with_type(json_read_type(f.type)) for f in spelled])
         watch = decode.watches_fields
         parse = pa_json.ParseOptions(
@@ -189,10 +183,10 @@ class JsonFormat(FileFormat):
                 yield from read_lines(block, parse).to_batches()
 
     def row_records(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecords
+        self, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
         columns = [
-            (f.name, plan.spelling(scan_file, f.name), f.name.casefold(), json_converter(f.type))
+            (f.name, decode.spelling(scan_file, f.name), f.name.casefold(), json_converter(f.type))
             for f in decode.fields
         ]
         nulls = (None,) * len(decode.raw_fields)
@@ -339,7 +333,7 @@ def _convert_record(
     columns: Sequence[tuple[str, str, str, Converter]],
     scan_file: ScanFile,
     place: Place,
-    bad: BadRecords,
+    bad: BadRecordSink,
     decode: Decode,
     line: bytes,
 ) -> Row | None:

@@ -8,7 +8,6 @@ row, for the one batch it sits in.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,9 +17,6 @@ from connect_plugin.scanning.files import ScanFile
 from connect_plugin.scanning.formats.base import Decode, FileFormat, FileSample
 from connect_plugin.scanning.rescue import new_columns_message, rescued_array
 from connect_plugin.scanning.widening import normalize_type
-
-if TYPE_CHECKING:
-    from connect_plugin.scanning.plan import ScanPlan
 
 
 class ParquetFormat(FileFormat):
@@ -34,18 +30,16 @@ class ParquetFormat(FileFormat):
         Local files are memory-mapped: parquet reads column chunks, not the
         whole file, and the mapping saves a copy of each.
         """
-        if self.spec.storage.is_local:
+        if self.settings.storage.is_local:
             return pa.memory_map(scan_file.path)
-        return self.spec.storage.filesystem.open_input_file(scan_file.path)
+        return self.settings.storage.filesystem.open_input_file(scan_file.path)
 
     def sample(self, scan_file: ScanFile) -> FileSample:
         with self.open(scan_file) as handle:
             schema = pq.read_schema(handle)
         return FileSample(tuple(f.with_type(normalize_type(f.type)) for f in schema))
 
-    def native_batches(
-        self, plan: ScanPlan, scan_file: ScanFile, decode: Decode
-    ) -> Iterator[pa.RecordBatch]:
+    def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
         with self.open(scan_file) as handle:
             parquet = pq.ParquetFile(handle)
             present = {name.casefold(): name for name in parquet.schema_arrow.names}
@@ -64,7 +58,7 @@ class ParquetFormat(FileFormat):
                     )
             width = len(chosen)
             for batch in parquet.iter_batches(
-                batch_size=self.spec.max_rows,
+                batch_size=self.settings.max_rows,
                 columns=[spelled for _, spelled in chosen] + leftovers,
                 use_threads=False,
             ):
