@@ -11,7 +11,9 @@ import pytest
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, ScanSpec
 
-SCAN_PACKAGE = Path(__file__).parents[3] / "connect_plugin" / "scan"
+SCAN_PACKAGE = Path(__file__).parents[3] / "connect_plugin" / "scanning"
+SPARK_BINDING = frozenset({"spark_source.py", "spark_versions.py"})
+"""The data source Spark runs, and what differs between the pysparks it runs on."""
 
 
 def test_defaults_come_from_the_loader() -> None:
@@ -120,8 +122,10 @@ def test_malformed_json_is_refused(text: str, message: str) -> None:
 
 def test_the_scan_core_imports_neither_pyspark_nor_grpc() -> None:
     """Only the Spark binding may import pyspark; the core runs anywhere pyarrow does."""
-    for module in sorted(SCAN_PACKAGE.glob("*.py")):
-        if module.name == "spark_source.py":
+    modules = sorted(SCAN_PACKAGE.rglob("*.py"))
+    assert len(modules) > 20
+    for module in modules:
+        if module.name in SPARK_BINDING:
             continue
         tree = ast.parse(module.read_text())
         imported = {
