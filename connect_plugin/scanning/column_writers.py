@@ -4,13 +4,13 @@ A column writer puts a value into its slot of the open row and charges the
 value's variable bytes against the room left in the batch. The common
 Python types of each column kind take a fast path of a type test and a slot
 store; everything else goes through the column's ``ValueRules``. When the
-room runs out the row writer decides between moving the row to the
+room runs out the batch (``RowRoom``) decides between moving the row to the
 look-ahead batch and refusing the value.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -25,8 +25,22 @@ from connect_plugin.scanning.scalar_values import (
 )
 from connect_plugin.scanning.values import ValueMismatch, ValueMissing, ValueRules
 
-if TYPE_CHECKING:
-    from connect_plugin.scanning.row_writer import RowWriter
+
+class RowRoom(Protocol):
+    """What a column writer needs from the batch it writes into, and nothing more.
+
+    ``room`` is a plain attribute, not a property: each variable-width value
+    reads and writes it, and only a value that takes it below zero costs a call.
+    """
+
+    room: int
+    """Bytes the open row may still use."""
+
+    def overflow(self, column: ColumnWriter, size: int) -> None:
+        """The room went negative writing ``size`` bytes to ``column``: overflow, or refuse."""
+
+    def open_row_number(self) -> int:
+        """Number of the open row, counting saved rows of all batches from 0."""
 
 
 def describe_value(value: object) -> str:
@@ -68,10 +82,10 @@ class ColumnWriter:
     """
 
     __slots__ = (
+        "_batch",
         "_index",
         "_nullable",
         "_row",
-        "_writer",
         "field",
         "is_projected",
         "name",
@@ -81,7 +95,7 @@ class ColumnWriter:
 
     def __init__(
         self,
-        writer: RowWriter,
+        batch: RowRoom,
         field: pa.Field,
         rules: ValueRules,
         index: int,
@@ -89,7 +103,7 @@ class ColumnWriter:
         *,
         projected: bool = True,
     ) -> None:
-        self._writer = writer
+        self._batch = batch
         self._row = row
         self._index = index
         self._nullable: bool = field.nullable
@@ -117,13 +131,13 @@ class ColumnWriter:
         try:
             stored, size = self.rules.slot_value(value)
         except ValueMismatch as exc:
-            raise value_error(self.name, self._writer.open_row_number(), exc) from None
+            raise value_error(self.name, self._batch.open_row_number(), exc) from None
         if size:
-            writer = self._writer
-            room = writer.room - size
-            writer.room = room
+            batch = self._batch
+            room = batch.room - size
+            batch.room = room
             if room < 0:
-                writer.overflow(self, size)
+                batch.overflow(self, size)
         self._row[self._index] = stored
 
 
@@ -143,9 +157,9 @@ class IntWriter(ColumnWriter):
     __slots__ = ("_high", "_low")
 
     def __init__(
-        self, writer: RowWriter, field: pa.Field, rules: IntRules, index: int, row: list[Any]
+        self, batch: RowRoom, field: pa.Field, rules: IntRules, index: int, row: list[Any]
     ) -> None:
-        super().__init__(writer, field, rules, index, row)
+        super().__init__(batch, field, rules, index, row)
         self._low = rules.low
         self._high = rules.high
 
@@ -187,11 +201,11 @@ class StringWriter(ColumnWriter):
 
     def set(self, value: Any) -> None:
         if type(value) is str and value.isascii():
-            writer = self._writer
-            room = writer.room - len(value)
-            writer.room = room
+            batch = self._batch
+            room = batch.room - len(value)
+            batch.room = room
             if room < 0:
-                writer.overflow(self, len(value))
+                batch.overflow(self, len(value))
             self._row[self._index] = value
         elif value is None and self._nullable:
             self._row[self._index] = None
@@ -204,11 +218,11 @@ class BytesWriter(ColumnWriter):
 
     def set(self, value: Any) -> None:
         if type(value) is bytes:
-            writer = self._writer
-            room = writer.room - len(value)
-            writer.room = room
+            batch = self._batch
+            room = batch.room - len(value)
+            batch.room = room
             if room < 0:
-                writer.overflow(self, len(value))
+                batch.overflow(self, len(value))
             self._row[self._index] = value
         elif value is None and self._nullable:
             self._row[self._index] = None
@@ -228,9 +242,9 @@ class ScalarListWriter(ColumnWriter):
     __slots__ = ("_element_bitmaps", "_element_width", "_exact", "_measure")
 
     def __init__(
-        self, writer: RowWriter, field: pa.Field, rules: ListRules, index: int, row: list[Any]
+        self, batch: RowRoom, field: pa.Field, rules: ListRules, index: int, row: list[Any]
     ) -> None:
-        super().__init__(writer, field, rules, index, row)
+        super().__init__(batch, field, rules, index, row)
         child = rules.child
         self._exact = child.exact
         self._element_width = child.width
@@ -255,11 +269,11 @@ class ScalarListWriter(ColumnWriter):
         if self._measure is not None:
             size += self._measure(value)
         if size:
-            writer = self._writer
-            room = writer.room - size
-            writer.room = room
+            batch = self._batch
+            room = batch.room - size
+            batch.room = room
             if room < 0:
-                writer.overflow(self, size)
+                batch.overflow(self, size)
         self._row[self._index] = tuple(value)
 
 
@@ -273,15 +287,15 @@ class DiscardWriter(ColumnWriter):
 
 
 def make_column_writer(
-    writer: RowWriter, field: pa.Field, rules: ValueRules, index: int, row: list[Any]
+    batch: RowRoom, field: pa.Field, rules: ValueRules, index: int, row: list[Any]
 ) -> ColumnWriter:
     """Pick the writer class whose fast path suits the column's type."""
     if isinstance(rules, IntRules):
         if pa.types.is_int64(field.type):
-            return Int64Writer(writer, field, rules, index, row)
-        return IntWriter(writer, field, rules, index, row)
+            return Int64Writer(batch, field, rules, index, row)
+        return IntWriter(batch, field, rules, index, row)
     if isinstance(rules, ListRules) and rules.size is None and rules.child.exact:
-        return ScalarListWriter(writer, field, rules, index, row)
+        return ScalarListWriter(batch, field, rules, index, row)
     kind: type[ColumnWriter] = ColumnWriter
     if isinstance(rules, FloatRules):
         kind = FloatWriter
@@ -291,4 +305,4 @@ def make_column_writer(
         kind = StringWriter
     elif isinstance(rules, BinaryRules):
         kind = BytesWriter
-    return kind(writer, field, rules, index, row)
+    return kind(batch, field, rules, index, row)

@@ -24,8 +24,8 @@ ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("plan", "spec", "options"
 FORMATS = {"base", "delimited", "json", "json_layout", "json_structure", "parquet"}
 
 KNOWN_CIRCLES: Mapping[frozenset[str], str] = {
-    frozenset({"bulk", "column_writers", "harvest", "row_writer"}): (
-        "RowWriter holds the loader's state and its pieces take it back; issue 28 point 4"
+    frozenset({"bulk", "row_writer"}): (
+        "RowWriter holds the loader's state and bulk takes it back; issue 28 point 4"
     ),
 }
 """Import circles that are known and left for later, each with why it is still there."""
