@@ -58,7 +58,6 @@ class RowWriter:
     """
 
     __slots__ = (
-        "_all_projected",
         "_base_room",
         "_bitmaps",
         "_by_key",
@@ -99,7 +98,6 @@ class RowWriter:
         self._columns: list[ColumnWriter] = []
         self._by_name: dict[str, ColumnWriter] = {}
         self._by_key: dict[str, ColumnWriter] = {}
-        self._all_projected = True
         self._fields: list[pa.Field] = []
         self._rules: list[ValueRules] = []
         self._struct_type = pa.struct([])
@@ -179,7 +177,7 @@ class RowWriter:
         be in the batch; the error names the refused row's number, and
         ``loader.total_row_count`` tells how many rows were taken.
         """
-        return bulk.write_rows(self, rows, start)
+        return bulk.write_rows(self, self._columns, self.lookup, rows, start)
 
     # Columns ------------------------------------------------------------
 
@@ -225,7 +223,6 @@ class RowWriter:
             writer = self._add_projected(field, rules)
         else:
             writer = DiscardWriter(self, field, rules, -1, self._row, projected=False)
-            self._all_projected = False
         writer.position = len(self._columns)
         self._columns.append(writer)
         self._by_name[field.name] = writer
@@ -245,18 +242,13 @@ class RowWriter:
     # The interface of the column writers, the bulk path and the loader -----
 
     @property
-    def max_rows(self) -> int:
+    def batch_max_rows(self) -> int:
         """The row limit of the batch being built."""
         return self._max_rows
 
     @property
     def max_bytes(self) -> int:
         return self._max_bytes
-
-    @property
-    def column_count(self) -> int:
-        """Columns added so far, projected or not."""
-        return len(self._columns)
 
     @property
     def fields(self) -> list[pa.Field]:
@@ -272,11 +264,6 @@ class RowWriter:
     def struct_type(self) -> pa.StructType:
         """A struct of the projected fields: one ``pyarrow.array`` call converts whole rows."""
         return self._struct_type
-
-    @property
-    def all_projected(self) -> bool:
-        """Whether every column added is projected (rows then need no reshaping)."""
-        return self._all_projected
 
     @property
     def one_row_bytes(self) -> int:

@@ -23,13 +23,6 @@ ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("plan", "spec", "options"
 
 FORMATS = {"base", "delimited", "json", "json_layout", "json_structure", "parquet"}
 
-KNOWN_CIRCLES: Mapping[frozenset[str], str] = {
-    frozenset({"bulk", "row_writer"}): (
-        "RowWriter holds the loader's state and bulk takes it back; issue 28 point 4"
-    ),
-}
-"""Import circles that are known and left for later, each with why it is still there."""
-
 
 def _modules() -> dict[str, Path]:
     """Every module of the scan core by its dotted name (a package by its own name)."""
@@ -174,13 +167,10 @@ def test_no_format_module_imports_the_planner_side() -> None:
     )
 
 
-def test_the_scan_core_has_no_import_circle_but_the_known_one() -> None:
+def test_the_scan_core_has_no_import_circle() -> None:
     graph = _graph()
-    circles = {frozenset(map(_short, circle)): circle for circle in _circles(graph)}
-    new = [_edges(graph, circle) for short, circle in circles.items() if short not in KNOWN_CIRCLES]
-    assert not new, f"new import circle(s) in connect_plugin/scanning: {new}"
-    gone = [sorted(circle) for circle in KNOWN_CIRCLES if circle not in circles]
-    assert not gone, f"known circle(s) {gone} are gone: take them out of KNOWN_CIRCLES"
+    circles = [_edges(graph, circle) for circle in _circles(graph)]
+    assert not circles, f"import circle(s) in connect_plugin/scanning: {circles}"
 
 
 def test_the_circle_finder_sees_a_circle_and_its_type_checking_imports(tmp_path: Path) -> None:
