@@ -59,6 +59,10 @@ class RowWriter(ABC):
     before a column existed read as null (or the type's empty value). A row
     started and not saved is dropped. ``write_rows()`` takes many rows at once
     under the same limits.
+
+    The row protocol is abstract here: the loader implements it on the object
+    that holds the batch. ``batch`` is where the columns get their slots; a
+    ``ResultSetLoader`` passes itself.
     """
 
     __slots__ = ("_batch", "_by_key", "_by_name", "_columns", "_projection")
