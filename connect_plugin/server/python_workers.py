@@ -62,6 +62,9 @@ class Daemon:
     pid: int
     session: str
     workers: int
+    forked: int | None = None
+    """The process that runs the daemon when the worker fork server forked it (``pid`` is
+    then its launcher, the process Spark started)."""
 
 
 def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon]:
@@ -100,13 +103,14 @@ def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon
         if reads is not None:
             forked[reads] = pid
 
-    def workers(pid: int) -> int:
+    def daemon(pid: int, session: str) -> Daemon:
         reads = _standard_input(proc / str(pid))
-        daemon = forked.get(reads) if reads is not None else None
-        return children.get(pid, 0) + (children.get(daemon, 0) if daemon is not None else 0)
+        runs = forked.get(reads) if reads is not None else None
+        workers = children.get(pid, 0) + (children.get(runs, 0) if runs is not None else 0)
+        return Daemon(pid, session, workers, runs)
 
     return [
-        Daemon(pid, session, workers(pid))
+        daemon(pid, session)
         for pid, session in found.items()
         if parents.get(pid) not in found and (under is None or _descends(pid, under, parents))
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import select
 import signal
 import socket
 import stat
@@ -176,17 +177,25 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _watch(pid: int) -> int:
+    """A pidfd of ``pid``, taken while it runs: it tells the process's end even once the
+    number goes to another process."""
+    return os.pidfd_open(pid)
+
+
+def _ended(handle: int) -> bool:
+    try:
+        return bool(select.select([handle], [], [], WAIT_S)[0])
+    finally:
+        os.close(handle)
+
+
 def _gone(pid: int) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
+    try:
+        handle = _watch(pid)
+    except ProcessLookupError:
+        return True
+    return _ended(handle)
 
 
 def test_a_forked_daemon_sees_what_the_interpreter_would(
@@ -264,6 +273,7 @@ def test_a_daemon_goes_with_its_launcher_or_its_spark(
     launcher = _launch(launched, session, _environment(session, forks))
     (daemon,) = [pid for pid in _children(_server_pid(forks)) if not _gone_now(pid)]
     worker, sock = launcher.worker()
+    daemon_end, worker_end = _watch(daemon), _watch(worker)
     with sock:
         if how == "kill":
             launcher.process.kill()
@@ -272,8 +282,8 @@ def test_a_daemon_goes_with_its_launcher_or_its_spark(
             assert launcher.process.stdin is not None
             launcher.process.stdin.close()
             assert launcher.process.wait(WAIT_S) == 1
-        assert _gone(daemon)
-        assert _gone(worker)
+        assert _ended(daemon_end)
+        assert _ended(worker_end)
 
 
 @pytest.mark.parametrize(

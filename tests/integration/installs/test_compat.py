@@ -224,12 +224,15 @@ def test_the_servers_python_workers_load_pyspark_from_bytecode(
     """Spark puts its bytecode-less ``pyspark.zip`` first on the workers' path; the
     ``connect-plugin-python`` launcher of the server's install takes it off, so every
     Python worker of a scan (the data source's creation, its read planning, its
-    readers) imports pyspark from the install's site-packages."""
+    readers) imports pyspark from the install's site-packages. A daemon the fork server
+    forked runs with the server's own path, which has no zip."""
     spark = new_session(server.gateway)
     try:
         assert connect_plugin.scan(spark, str(scan_data / "logs"), format="json").count() == 4
         mine = spark.client._server_session_id
-        paths = {_module(d.pid): _python_path(d.pid) for d in daemons() if d.session == mine}
+        paths = {
+            _module(d.pid): _python_path(d.forked or d.pid) for d in daemons() if d.session == mine
+        }
     finally:
         spark.stop()
     assert set(SCAN_WORKERS) <= set(paths), paths
@@ -244,12 +247,14 @@ SCAN_WORKERS = (
 
 
 def _module(pid: int) -> str:
-    """The worker module a daemon runs (``python -m pyspark.daemon <module>``)."""
+    """The worker module a daemon runs (``[python [launcher]] -m pyspark.daemon <module>``)."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return ""
-    return argv[3].decode() if len(argv) > 3 else ""
+    if b"pyspark.daemon" not in argv[:-1]:
+        return ""
+    return argv[argv.index(b"pyspark.daemon") + 1].decode()
 
 
 def _python_path(pid: int) -> str | None:
