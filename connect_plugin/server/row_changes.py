@@ -37,6 +37,7 @@ from typing import Any
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import (
+    ConnectPluginError,
     MergeCardinalityViolation,
     TempTableError,
     TempTableNotFound,
@@ -94,6 +95,26 @@ MERGE_COLUMNS = (
     ("num_inserted_rows", "BIGINT"),
 )
 
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """A row change's rewrite under way: what explains its failure, and its view check."""
+
+    upstream: UpstreamSession
+    relation: spark_proto.Relation
+    failed: Callable[[UpstreamFailed], TempTableQueryFailed]
+    view_check: asyncio.Future[bool]
+
+    async def explain(self, exc: TempTableQueryFailed) -> None:
+        """Raise the statement's own error when Spark cannot analyse its query, which failed
+        the write too; analysed only after a failure, so a change that works pays nothing."""
+        try:
+            await self.upstream.schema(self.relation)
+        except UpstreamFailed as analysed:
+            raise self.failed(analysed) from exc
+        except ConnectPluginError:
+            return
 
 
 @dataclass(frozen=True)
@@ -163,22 +184,19 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
         if request.problem:
             raise TempTableError(f"{request.describe()}: {request.problem}")
         metric = f"connect_plugin_changes_{uuid.uuid4().hex}"
-        # The view check and the analysis run beside the write rather than before it: the
-        # write cannot pass the swap without the check, and a plan Spark cannot analyse fails
-        # the write too, reported in the statement's terms (nothing is changed either way).
-        beside: list[asyncio.Future[Any]] = []
-        explained: list[Callable[[UpstreamFailed], TempTableQueryFailed]] = []
+        attempt: _Attempt | None = None
 
         async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
+            nonlocal attempt
             plan = Plan.of(request, table)
             relation = plan.relation(metric)
 
             def failed(exc: UpstreamFailed) -> TempTableQueryFailed:
                 return TempTableQueryFailed(f"{request.describe()}: {plan.in_user_terms(exc.message)}")
 
+            # The view check runs beside the write: the write cannot pass the swap without it.
             ours = asyncio.ensure_future(self._tables.view_is_table(upstream, table))
-            beside.extend((ours, asyncio.ensure_future(upstream.schema(relation))))
-            explained.append(failed)
+            attempt = _Attempt(upstream, relation, failed, ours)
 
             async def check(written: Written) -> None:
                 if not await ours:
@@ -211,17 +229,13 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
         try:
             _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
         except TempTableQueryFailed as exc:
-            if beside:
-                analysis = beside[1]
-                await asyncio.wait([analysis])
-                analysed = None if analysis.cancelled() else analysis.exception()
-                if isinstance(analysed, UpstreamFailed):
-                    raise explained[0](analysed) from exc
+            if attempt is not None:
+                await attempt.explain(exc)
             raise
         finally:
-            for future in beside:
-                future.cancel()
-            await asyncio.gather(*beside, return_exceptions=True)
+            if attempt is not None:
+                attempt.view_check.cancel()
+                await asyncio.gather(attempt.view_check, return_exceptions=True)
         counts = Counts(*written.observed[metric][: len(COUNTED)])
         if isinstance(request, MergeInto):
             row: results.Row = (counts.affected, counts.updated, counts.deleted, counts.inserted)
