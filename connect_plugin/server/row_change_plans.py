@@ -216,14 +216,16 @@ class Plan:
         return first
 
     def _metrics(self) -> list[str]:
+        # count(CASE ... THEN 1 END), not count_if: Spark evaluates count_if's condition
+        # through a common expression of its own, about 5 % of a whole UPDATE's write.
         def count(action: str) -> str:
             found = [str(k) for k, c in enumerate(self.clauses) if c.action == action]
             condition = f"{CLAUSE} IN ({', '.join(found)})" if found else "FALSE"
-            return f"count_if({condition}) AS {action}"
+            return f"count(CASE WHEN {condition} THEN 1 END) AS {action}"
 
         counts = [count(action) for action in COUNTED]
         if self.cardinality is not None:
-            counts.append(f"count_if({TARGET_ROW} IS NOT NULL) AS {TARGETS_OUT}")
+            counts.append(f"count({TARGET_ROW}) AS {TARGETS_OUT}")
         return counts
 
     def relation(self, metric: str) -> spark_proto.Relation:
