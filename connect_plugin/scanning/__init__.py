@@ -8,19 +8,19 @@ Python data source and is imported only where Spark runs it.
 from __future__ import annotations
 
 from connect_plugin.scanning.choices import Compression, Evolution, OnError, Partitioning
-from connect_plugin.scanning.column_writers import ColumnWriter
 from connect_plugin.scanning.formats import Format
-from connect_plugin.scanning.loader import (
+from connect_plugin.scanning.loader.column_writers import ColumnWriter
+from connect_plugin.scanning.loader.loader import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     MAX_ROWS_CEILING,
     ResultSetLoader,
 )
-from connect_plugin.scanning.loader_state import LoaderState
+from connect_plugin.scanning.loader.loader_state import LoaderState
+from connect_plugin.scanning.loader.row_writer import RowWriter
 from connect_plugin.scanning.options import ScanOptions
 from connect_plugin.scanning.plan import ScanPlan, clear_schema_cache, plan_scan
 from connect_plugin.scanning.pruning import PartitionFilter, prune
-from connect_plugin.scanning.row_writer import RowWriter
 from connect_plugin.scanning.scanner import ScanReader
 from connect_plugin.scanning.spec import ScanSpec
 

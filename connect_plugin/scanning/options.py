@@ -33,7 +33,7 @@ from connect_plugin.scanning.choices import (
     whole_number,
 )
 from connect_plugin.scanning.formats import FORMAT_CLASSES, Format, ensure_format, format_of
-from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+from connect_plugin.scanning.loader.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from connect_plugin.scanning.option_kinds import (
     Choice,
     Columns,

@@ -41,7 +41,11 @@ from connect_plugin.scanning.formats import (
     ensure_format,
     format_of,
 )
-from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
+from connect_plugin.scanning.loader.loader import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    MAX_ROWS_CEILING,
+)
 from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.storage import (
     SECRET_OPTION_PREFIX,
