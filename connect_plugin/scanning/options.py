@@ -32,6 +32,7 @@ from connect_plugin.scanning.choices import (
     choice,
     whole_number,
 )
+from connect_plugin.scanning.files.storage import S3_OPTIONS
 from connect_plugin.scanning.formats import FORMAT_CLASSES, Format, ensure_format, format_of
 from connect_plugin.scanning.loader.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from connect_plugin.scanning.option_kinds import (
@@ -48,7 +49,6 @@ from connect_plugin.scanning.option_kinds import (
 )
 from connect_plugin.scanning.predicates import FileFilter
 from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
-from connect_plugin.scanning.storage import S3_OPTIONS
 
 _ROW = "scan_option"
 

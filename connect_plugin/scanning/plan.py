@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from connect_plugin.errors import MissingColumn
 from connect_plugin.scanning.choices import Evolution, MissingColumns
-from connect_plugin.scanning.files import ScanFile, list_files
+from connect_plugin.scanning.files.files import ScanFile, list_files
 from connect_plugin.scanning.formats import FileSample, Spellings
 from connect_plugin.scanning.projection import (
     Kind,

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.implicit import dir_value, file_value, hive_pairs, hive_value
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.predicates import (

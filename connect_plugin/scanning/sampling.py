@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 
 from connect_plugin.errors import UnreadableFile
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import FileSample
 from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.scanning.widening import nullable_type

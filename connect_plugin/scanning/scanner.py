@@ -25,7 +25,7 @@ import pyarrow as pa
 from connect_plugin.errors import UnreadableFile
 from connect_plugin.scanning.choices import Evolution
 from connect_plugin.scanning.conform import Conformer, ConversionFailed, limit_batches, rows_only
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, Decode
 from connect_plugin.scanning.plan import ScanPlan
 from connect_plugin.scanning.projection import Kind

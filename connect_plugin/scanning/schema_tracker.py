@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec, SchemaConflict, SchemaEvolutionError
 from connect_plugin.scanning.choices import Evolution
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, FileSample
 from connect_plugin.scanning.implicit import (
     FILE_COLUMNS,

@@ -46,7 +46,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from connect_plugin.errors import InvalidScanSpec
-from connect_plugin.scanning.files import ScanFile, file_groups
+from connect_plugin.scanning.files.files import ScanFile, file_groups
 from connect_plugin.scanning.plan import ScanPlan, plan_scan
 from connect_plugin.scanning.pruning import prune
 from connect_plugin.scanning.rejects import RejectFiles

@@ -34,6 +34,13 @@ from connect_plugin.scanning.choices import (
     boolean,
     choice,
 )
+from connect_plugin.scanning.files.storage import (
+    SECRET_OPTION_PREFIX,
+    Storage,
+    open_storage,
+    options_digest,
+    split_storage_options,
+)
 from connect_plugin.scanning.formats import (
     FileFormat,
     Format,
@@ -47,13 +54,6 @@ from connect_plugin.scanning.loader.loader import (
     MAX_ROWS_CEILING,
 )
 from connect_plugin.scanning.predicates import FileFilter
-from connect_plugin.scanning.storage import (
-    SECRET_OPTION_PREFIX,
-    Storage,
-    open_storage,
-    options_digest,
-    split_storage_options,
-)
 
 DEFAULT_SAMPLE_BYTES = 256 * 1024
 """Bytes read from the start of each json/csv/tsv/text file to learn its columns."""

@@ -23,7 +23,7 @@ DATA_SOURCE_ERROR = (
     "Traceback (most recent call last):\n"
     '  File "/site/connect_plugin/scanning/worker_errors.py", line 46, in call\n'
     "    raise reportable(exc) from None\n"
-    '  File "/site/connect_plugin/scanning/files.py", line 89, in _expand\n'
+    '  File "/site/connect_plugin/scanning/files/files.py", line 89, in _expand\n'
     "    raise ScanPathNotFound(\n"
     "connect_plugin.errors.ScanPathNotFound: [CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND] "
     f"{MISSING}\n"

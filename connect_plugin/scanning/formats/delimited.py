@@ -29,7 +29,7 @@ import pyarrow.csv as pa_csv
 
 from connect_plugin.errors import InvalidScanSpec, SchemaEvolutionError
 from connect_plugin.scanning.converters import BadValue, text_converter
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.base import (
     COLUMNS,
     STRING_LIST,

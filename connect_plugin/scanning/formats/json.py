@@ -34,7 +34,7 @@ import pyarrow.json as pa_json
 from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning.choices import choice
 from connect_plugin.scanning.converters import BadValue, Converter, json_converter
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.base import (
     HEAD_CHUNK,
     Decode,
