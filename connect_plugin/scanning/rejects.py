@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from connect_plugin.scanning.files.files import ScanFile
-from connect_plugin.scanning.records import Reject
+from connect_plugin.scanning.formats.records import Reject
 from connect_plugin.scanning.scanner import ScanReader
 from connect_plugin.scanning.spec import ScanSpec
 

@@ -22,7 +22,7 @@ from connect_plugin.scanning import (
 )
 from connect_plugin.scanning.conform import limit_batches
 from connect_plugin.scanning.formats import FORMAT_CLASSES, FileFormat
-from connect_plugin.scanning.records import Reject
+from connect_plugin.scanning.formats.records import Reject
 from tests.unit.scanning.scan_checks import (
     read,
     rows,
