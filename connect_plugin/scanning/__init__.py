@@ -18,11 +18,11 @@ from connect_plugin.scanning.loader.loader import (
 )
 from connect_plugin.scanning.loader.loader_state import LoaderState
 from connect_plugin.scanning.loader.row_writer import RowWriter
-from connect_plugin.scanning.options import ScanOptions
 from connect_plugin.scanning.plan import ScanPlan, clear_schema_cache, plan_scan
 from connect_plugin.scanning.pruning import PartitionFilter, prune
+from connect_plugin.scanning.request.options import ScanOptions
+from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.scanning.scanner import ScanReader
-from connect_plugin.scanning.spec import ScanSpec
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -31,9 +31,9 @@ from connect_plugin.scanning.projection import (
     partitions_of,
     resolve_projection,
 )
+from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.scanning.sampling import needs_sampling, sample_files
 from connect_plugin.scanning.schema_tracker import TableSchema, resolve_table
-from connect_plugin.scanning.spec import ScanSpec
 
 SCHEMA_CACHE_SIZE = 64
 """Resolved table schemas kept per process (one per distinct spec and file set)."""

@@ -58,7 +58,7 @@ from connect_plugin.scanning.implicit import (
     dir_index,
     file_column_kind,
 )
-from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.request.spec import ScanSpec
 
 log = logging.getLogger(__name__)
 

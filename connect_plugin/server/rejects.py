@@ -29,7 +29,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableExists, TempTableQueryFailed, UpstreamFailed
 from connect_plugin.scanning.rejects import REJECTS_SCHEMA, rows_written_since, snapshot
-from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.requests import CreateTempTable, Name
 from connect_plugin.server.tables import Tables

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import connect_plugin
-from connect_plugin.scanning.options import ScanOptions
+from connect_plugin.scanning.request.options import ScanOptions
 from connect_plugin.scanning.spark_source import SPEC_OPTION, ScanDataSource
 from connect_plugin.server.python_workers import stop_session
 

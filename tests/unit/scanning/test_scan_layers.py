@@ -18,7 +18,7 @@ import connect_plugin.scanning
 SCANNING = Path(connect_plugin.scanning.__file__).parent
 PACKAGE = "connect_plugin.scanning"
 
-ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("plan", "spec", "options", "rowpath"))
+ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("plan", "request", "rowpath"))
 """The modules built on formats, which a format may not import."""
 
 FORMATS = {"base", "delimited", "json", "json_layout", "json_structure", "parquet"}
@@ -181,15 +181,15 @@ def test_the_circle_finder_sees_a_circle_and_its_type_checking_imports(tmp_path:
         "if TYPE_CHECKING:\n"
         f"    from {PACKAGE}.plan import ScanPlan\n"
         "def later():\n"
-        f"    from {PACKAGE} import spec\n"
+        f"    from {PACKAGE}.request import spec\n"
     )
     modules = _modules()
     name, path = f"{PACKAGE}.first", tmp_path / "first.py"
     at_import = list(_imports(name, path, modules, everywhere=False))
     assert at_import == [(1, "typing"), (3, f"{PACKAGE}.plan")]
     everywhere = list(_imports(name, path, modules, everywhere=True))
-    assert (5, f"{PACKAGE}.spec") in everywhere
-    assert _above_formats(f"{PACKAGE}.spec")
+    assert (5, f"{PACKAGE}.request.spec") in everywhere
+    assert _above_formats(f"{PACKAGE}.request.spec")
     assert _above_formats(PACKAGE)
     assert not _above_formats(f"{PACKAGE}.records")
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [

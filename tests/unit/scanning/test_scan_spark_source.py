@@ -28,7 +28,7 @@ from pyspark.sql.worker.plan_data_source_read import records_to_arrow_batches
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import ScanSpec
-from connect_plugin.scanning.predicates import AllOf, PartitionFilter
+from connect_plugin.scanning.request.predicates import AllOf, PartitionFilter
 from connect_plugin.scanning.spark_source import (
     MIN_PARTITIONS_OPTION,
     SHORT_NAME,
