@@ -18,8 +18,8 @@ from connect_plugin.scanning.loader.loader import (
 )
 from connect_plugin.scanning.loader.loader_state import LoaderState
 from connect_plugin.scanning.loader.row_writer import RowWriter
-from connect_plugin.scanning.plan import ScanPlan, clear_schema_cache, plan_scan
-from connect_plugin.scanning.pruning import PartitionFilter, prune
+from connect_plugin.scanning.planning.plan import ScanPlan, clear_schema_cache, plan_scan
+from connect_plugin.scanning.planning.pruning import PartitionFilter, prune
 from connect_plugin.scanning.request.options import ScanOptions
 from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.scanning.scanner import ScanReader

@@ -29,8 +29,8 @@ from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, Decode
 from connect_plugin.scanning.formats.records import RejectSink
 from connect_plugin.scanning.formats.rescue import rescued_text, without_file
-from connect_plugin.scanning.plan import ScanPlan
-from connect_plugin.scanning.projection import Kind
+from connect_plugin.scanning.planning.plan import ScanPlan
+from connect_plugin.scanning.planning.projection import Kind
 from connect_plugin.scanning.rowpath import BadRecords, row_batches
 
 log = logging.getLogger(__name__)

@@ -47,8 +47,8 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files.files import ScanFile, file_groups
-from connect_plugin.scanning.plan import ScanPlan, plan_scan
-from connect_plugin.scanning.pruning import prune
+from connect_plugin.scanning.planning.plan import ScanPlan, plan_scan
+from connect_plugin.scanning.planning.pruning import prune
 from connect_plugin.scanning.rejects import RejectFiles
 from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.scanning.scanner import ScanReader

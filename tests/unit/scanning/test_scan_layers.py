@@ -18,7 +18,7 @@ import connect_plugin.scanning
 SCANNING = Path(connect_plugin.scanning.__file__).parent
 PACKAGE = "connect_plugin.scanning"
 
-ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("plan", "request", "rowpath"))
+ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("planning", "request", "rowpath"))
 """The modules built on formats, which a format may not import."""
 
 FORMATS = {"base", "delimited", "json", "json_layout", "json_structure", "parquet"}
@@ -179,14 +179,14 @@ def test_the_circle_finder_sees_a_circle_and_its_type_checking_imports(tmp_path:
     (tmp_path / "first.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n"
-        f"    from {PACKAGE}.plan import ScanPlan\n"
+        f"    from {PACKAGE}.planning.plan import ScanPlan\n"
         "def later():\n"
         f"    from {PACKAGE}.request import spec\n"
     )
     modules = _modules()
     name, path = f"{PACKAGE}.first", tmp_path / "first.py"
     at_import = list(_imports(name, path, modules, everywhere=False))
-    assert at_import == [(1, "typing"), (3, f"{PACKAGE}.plan")]
+    assert at_import == [(1, "typing"), (3, f"{PACKAGE}.planning.plan")]
     everywhere = list(_imports(name, path, modules, everywhere=True))
     assert (5, f"{PACKAGE}.request.spec") in everywhere
     assert _above_formats(f"{PACKAGE}.request.spec")

@@ -52,7 +52,7 @@ from connect_plugin.scanning.formats.widening import (
     normalize_type,
     without_nulls,
 )
-from connect_plugin.scanning.implicit import (
+from connect_plugin.scanning.planning.implicit import (
     FILE_COLUMNS,
     IMPLICIT_MARKER,
     dir_index,

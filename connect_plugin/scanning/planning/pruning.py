@@ -26,9 +26,9 @@ from typing import Any
 import pyarrow as pa
 
 from connect_plugin.scanning.files.files import ScanFile
-from connect_plugin.scanning.implicit import dir_value, file_value, hive_pairs, hive_value
-from connect_plugin.scanning.plan import ScanPlan
-from connect_plugin.scanning.projection import Kind, OutputColumn
+from connect_plugin.scanning.planning.implicit import dir_value, file_value, hive_pairs, hive_value
+from connect_plugin.scanning.planning.plan import ScanPlan
+from connect_plugin.scanning.planning.projection import Kind, OutputColumn
 from connect_plugin.scanning.request.predicates import (
     AllOf,
     AnyOf,
