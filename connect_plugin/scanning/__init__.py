@@ -20,9 +20,9 @@ from connect_plugin.scanning.loader.loader_state import LoaderState
 from connect_plugin.scanning.loader.row_writer import RowWriter
 from connect_plugin.scanning.planning.plan import ScanPlan, clear_schema_cache, plan_scan
 from connect_plugin.scanning.planning.pruning import PartitionFilter, prune
+from connect_plugin.scanning.reading.scanner import ScanReader
 from connect_plugin.scanning.request.options import ScanOptions
 from connect_plugin.scanning.request.spec import ScanSpec
-from connect_plugin.scanning.scanner import ScanReader
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

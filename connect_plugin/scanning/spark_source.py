@@ -49,9 +49,9 @@ from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files.files import ScanFile, file_groups
 from connect_plugin.scanning.planning.plan import ScanPlan, plan_scan
 from connect_plugin.scanning.planning.pruning import prune
-from connect_plugin.scanning.rejects import RejectFiles
+from connect_plugin.scanning.reading.rejects import RejectFiles
+from connect_plugin.scanning.reading.scanner import ScanReader
 from connect_plugin.scanning.request.spec import ScanSpec
-from connect_plugin.scanning.scanner import ScanReader
 from connect_plugin.scanning.spark_versions import spark_arrow_schema_of
 from connect_plugin.scanning.worker_errors import reported, reported_batches
 

@@ -18,7 +18,7 @@ import connect_plugin.scanning
 SCANNING = Path(connect_plugin.scanning.__file__).parent
 PACKAGE = "connect_plugin.scanning"
 
-ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("planning", "request", "rowpath"))
+ABOVE_FORMATS = tuple(f"{PACKAGE}.{name}" for name in ("planning", "reading", "request"))
 """The modules built on formats, which a format may not import."""
 
 FORMATS = {"base", "delimited", "json", "json_layout", "json_structure", "parquet"}

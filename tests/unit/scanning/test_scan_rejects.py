@@ -14,7 +14,7 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import ScanReader, ScanSpec, plan_scan
-from connect_plugin.scanning.rejects import REJECTS_SCHEMA, RejectFiles
+from connect_plugin.scanning.reading.rejects import REJECTS_SCHEMA, RejectFiles
 from connect_plugin.scanning.request.options import OnError, ScanOptions
 from tests.unit.scanning.scan_checks import write_text
 

@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 
 from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.records import Reject
+from connect_plugin.scanning.reading.scanner import ScanReader
 from connect_plugin.scanning.request.spec import ScanSpec
-from connect_plugin.scanning.scanner import ScanReader
 
 REJECTS_SCHEMA = pa.schema(
     [
