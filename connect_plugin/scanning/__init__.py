@@ -1,7 +1,7 @@
 """Scan framework: Arrow batch building and schema-on-read file scans.
 
 Pure Python and pyarrow: nothing here imports pyspark or grpc, except
-``connect_plugin.scanning.spark_source``, which binds the scan to Spark as a
+``connect_plugin.scanning.spark.spark_source``, which binds the scan to Spark as a
 Python data source and is imported only where Spark runs it.
 """
 

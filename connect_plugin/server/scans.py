@@ -43,7 +43,7 @@ from connect_plugin.scanning.request import predicates
 from connect_plugin.scanning.request.options import ScanOptions
 from connect_plugin.scanning.request.predicates import FileFilter
 from connect_plugin.scanning.request.spec import ScanSpec
-from connect_plugin.scanning.spark_source import (
+from connect_plugin.scanning.spark.spark_source import (
     COUNT_OPTION,
     SPEC_OPTION,
     ScanDataSource,

@@ -52,8 +52,8 @@ from connect_plugin.scanning.planning.pruning import prune
 from connect_plugin.scanning.reading.rejects import RejectFiles
 from connect_plugin.scanning.reading.scanner import ScanReader
 from connect_plugin.scanning.request.spec import ScanSpec
-from connect_plugin.scanning.spark_versions import spark_arrow_schema_of
-from connect_plugin.scanning.worker_errors import reported, reported_batches
+from connect_plugin.scanning.spark.spark_versions import spark_arrow_schema_of
+from connect_plugin.scanning.spark.worker_errors import reported, reported_batches
 
 SHORT_NAME = "connect_plugin_scan"
 SPEC_OPTION = "spec"
