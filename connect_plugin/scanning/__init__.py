@@ -1,8 +1,24 @@
 """Scan framework: Arrow batch building and schema-on-read file scans.
 
-Pure Python and pyarrow: nothing here imports pyspark or grpc, except
-``connect_plugin.scanning.spark.spark_source``, which binds the scan to Spark as a
-Python data source and is imported only where Spark runs it.
+Its parts, from the floor up; each imports only parts listed above it here,
+as its own docstring says (``tests/unit/scanning/test_scan_layers.py`` holds
+the code to that):
+
+- ``choices``: the scan's choices as enums, and the words users write for them;
+- ``loader``: ``ResultSetLoader``, rows in, Arrow batches within limits out;
+- ``files``: where a scan's files are, and which ones it reads;
+- ``formats``: each format's reader, and the records, rescued column and type
+  widening rules a reader hands up;
+- ``request``: ``ScanOptions`` and ``ScanSpec``, what a scan asks for;
+- ``planning``: ``plan_scan``, the files' schema on read, the output columns
+  and partition pruning, settled on the driver;
+- ``reading``: ``ScanReader``, the batches of a plan, file after file;
+- ``spark``: the scan as a Spark Python data source.
+
+Pure Python and pyarrow: nothing here imports pyspark or grpc, except the
+``spark`` package, which binds the scan to Spark and is imported only where
+Spark runs it. This module re-exports the public names of the other parts,
+none of ``spark``, so that ``import connect_plugin.scanning`` loads no pyspark.
 """
 
 from __future__ import annotations
