@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchmarks.scan_bench import SCHEMA, _json_lines, _table
 from connect_plugin.scanning import ScanReader, ScanSpec, plan_scan
-from connect_plugin.scanning.rejects import RejectFiles
+from connect_plugin.scanning.reading.rejects import RejectFiles
 
 FILES = 16
 ROWS_PER_FILE = 50_000

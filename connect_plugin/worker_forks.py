@@ -62,7 +62,7 @@ PRELOAD = (
     "pyspark.sql.worker.lookup_data_sources",
     "pyspark.sql.worker.create_data_source",
     "pyspark.sql.worker.plan_data_source_read",
-    "connect_plugin.scanning.spark_source",
+    "connect_plugin.scanning.spark.spark_source",
 )
 """What the daemons of a scan import: pyspark's worker modules (which ``pyspark.daemon``'s
 imports are among; the daemon module itself runs as ``__main__``), pyarrow through them,

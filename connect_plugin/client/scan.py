@@ -19,7 +19,7 @@ from connect_plugin import proto
 from connect_plugin.client.plan import PluginRelation, session_id_of
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.formats import Format
-from connect_plugin.scanning.options import SCAN_OPTIONS, ScanOptions
+from connect_plugin.scanning.request.options import SCAN_OPTIONS, ScanOptions
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.client import SparkConnectClient

@@ -1,28 +1,44 @@
 """Scan framework: Arrow batch building and schema-on-read file scans.
 
-Pure Python and pyarrow: nothing here imports pyspark or grpc, except
-``connect_plugin.scanning.spark_source``, which binds the scan to Spark as a
-Python data source and is imported only where Spark runs it.
+Its parts, from the floor up; each imports only parts listed above it here,
+as its own docstring says (``tests/unit/scanning/test_scan_layers.py`` holds
+the code to that):
+
+- ``choices``: the scan's choices as enums, and the words users write for them;
+- ``loader``: ``ResultSetLoader``, rows in, Arrow batches within limits out;
+- ``files``: where a scan's files are, and which ones it reads;
+- ``formats``: each format's reader, and the records, rescued column and type
+  widening rules a reader hands up;
+- ``request``: ``ScanOptions`` and ``ScanSpec``, what a scan asks for;
+- ``planning``: ``plan_scan``, the files' schema on read, the output columns
+  and partition pruning, settled on the driver;
+- ``reading``: ``ScanReader``, the batches of a plan, file after file;
+- ``spark``: the scan as a Spark Python data source.
+
+Pure Python and pyarrow: nothing here imports pyspark or grpc, except the
+``spark`` package, which binds the scan to Spark and is imported only where
+Spark runs it. This module re-exports the public names of the other parts,
+none of ``spark``, so that ``import connect_plugin.scanning`` loads no pyspark.
 """
 
 from __future__ import annotations
 
 from connect_plugin.scanning.choices import Compression, Evolution, OnError, Partitioning
-from connect_plugin.scanning.column_writers import ColumnWriter
 from connect_plugin.scanning.formats import Format
-from connect_plugin.scanning.loader import (
+from connect_plugin.scanning.loader.column_writers import ColumnWriter
+from connect_plugin.scanning.loader.loader import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     MAX_ROWS_CEILING,
     ResultSetLoader,
 )
-from connect_plugin.scanning.loader_state import LoaderState
-from connect_plugin.scanning.options import ScanOptions
-from connect_plugin.scanning.plan import ScanPlan, clear_schema_cache, plan_scan
-from connect_plugin.scanning.pruning import PartitionFilter, prune
-from connect_plugin.scanning.row_writer import RowWriter
-from connect_plugin.scanning.scanner import ScanReader
-from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.loader.loader_state import LoaderState
+from connect_plugin.scanning.loader.row_writer import RowWriter
+from connect_plugin.scanning.planning.plan import ScanPlan, clear_schema_cache, plan_scan
+from connect_plugin.scanning.planning.pruning import PartitionFilter, prune
+from connect_plugin.scanning.reading.scanner import ScanReader
+from connect_plugin.scanning.request.options import ScanOptions
+from connect_plugin.scanning.request.spec import ScanSpec
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

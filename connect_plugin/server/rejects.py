@@ -5,7 +5,7 @@ rejects table (``rejects_table``, ``reject_errors`` by default, as in
 DuckDB) as an empty parquet temp table of the session, through the same
 path as ``CREATE TEMPORARY TABLE``: it lives and dies like any temp table and
 shows in ``SHOW TEMPORARY TABLES``. Spark's workers write each source
-file's rejects into the table's folder (``connect_plugin.scanning.rejects``);
+file's rejects into the table's folder (``connect_plugin.scanning.reading.rejects``);
 after the query ran, ``REFRESH TABLE`` makes Spark list the new files.
 
 The table remembers which scan it belongs to (``scan_id``, in its options):
@@ -16,7 +16,7 @@ never replaced.
 
 With the metrics on (``bad_records``), the records a query rejected are
 counted after it from the footers of the files it wrote
-(``scanning.rejects.rows_written_since``), on a worker thread.
+(``scanning.reading.rejects.rows_written_since``), on a worker thread.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from collections.abc import Awaitable, Callable
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableExists, TempTableQueryFailed, UpstreamFailed
-from connect_plugin.scanning.rejects import REJECTS_SCHEMA, rows_written_since, snapshot
-from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.reading.rejects import REJECTS_SCHEMA, rows_written_since, snapshot
+from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.requests import CreateTempTable, Name
 from connect_plugin.server.tables import Tables

@@ -37,8 +37,8 @@ from pyspark.sql.connect import proto as spark_proto
 from sqlglot import exp
 
 from connect_plugin import proto
-from connect_plugin.scanning import predicates
-from connect_plugin.scanning.predicates import (
+from connect_plugin.scanning.request import predicates
+from connect_plugin.scanning.request.predicates import (
     FileFilter,
     PartitionFilter,
     all_of,

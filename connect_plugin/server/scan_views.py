@@ -23,7 +23,7 @@ from dataclasses import replace
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
-from connect_plugin.scanning.options import Evolution, ScanOptions
+from connect_plugin.scanning.request.options import Evolution, ScanOptions
 from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.requests import CreateScanView, Name
 from connect_plugin.server.scans import Scans

@@ -37,17 +37,17 @@ from pyspark.sql.types import StructType
 
 from connect_plugin import proto
 from connect_plugin.errors import InvalidScanSpec, PlanError, UpstreamFailed
-from connect_plugin.scanning import predicates
 from connect_plugin.scanning.choices import OnError
 from connect_plugin.scanning.formats import Format, ensure_format, format_of
-from connect_plugin.scanning.options import ScanOptions
-from connect_plugin.scanning.predicates import FileFilter
-from connect_plugin.scanning.spark_source import (
+from connect_plugin.scanning.request import predicates
+from connect_plugin.scanning.request.options import ScanOptions
+from connect_plugin.scanning.request.predicates import FileFilter
+from connect_plugin.scanning.request.spec import ScanSpec
+from connect_plugin.scanning.spark.spark_source import (
     COUNT_OPTION,
     SPEC_OPTION,
     ScanDataSource,
 )
-from connect_plugin.scanning.spec import ScanSpec
 from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.python_workers import learn_server_side_session

@@ -21,9 +21,9 @@ MISSING = "path '/data/x' does not exist (looked for /data/x); check the path"
 DATA_SOURCE_ERROR = (
     "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: "
     "Traceback (most recent call last):\n"
-    '  File "/site/connect_plugin/scanning/worker_errors.py", line 46, in call\n'
+    '  File "/site/connect_plugin/scanning/spark/worker_errors.py", line 46, in call\n'
     "    raise reportable(exc) from None\n"
-    '  File "/site/connect_plugin/scanning/files.py", line 89, in _expand\n'
+    '  File "/site/connect_plugin/scanning/files/files.py", line 89, in _expand\n'
     "    raise ScanPathNotFound(\n"
     "connect_plugin.errors.ScanPathNotFound: [CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND] "
     f"{MISSING}\n"

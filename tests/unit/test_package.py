@@ -22,7 +22,7 @@ def test_scan_is_the_client_function_with_its_signature() -> None:
 
 def test_the_scan_core_imports_no_spark_client() -> None:
     code = (
-        "import sys, connect_plugin.scanning, connect_plugin.scanning.plan; "
+        "import sys, connect_plugin.scanning, connect_plugin.scanning.planning.plan; "
         "print(sorted(m for m in sys.modules if m.startswith(('pyspark', 'grpc'))))"
     )
     out = subprocess.run(

@@ -221,11 +221,11 @@ def _names(cell: str) -> list[str]:
 
 def test_the_tables_of_scan_options_list_the_options_of_the_model() -> None:
     """docs/scans.md's two tables of options, the README's way to them, hold every option of
-    ``ScanOptions`` (connect_plugin/scanning/options.py) with the values it takes, in its order,
+    ``ScanOptions`` (connect_plugin/scanning/request/options.py) with the values it takes, in its order,
     and every reader and object-store option there is."""
+    from connect_plugin.scanning.files.storage import S3_OPTIONS
     from connect_plugin.scanning.formats import FORMAT_CLASSES
-    from connect_plugin.scanning.options import SCAN_OPTIONS
-    from connect_plugin.scanning.storage import S3_OPTIONS
+    from connect_plugin.scanning.request.options import SCAN_OPTIONS
 
     scans = CHECKOUT / "docs" / "scans.md"
     reader_options = set(S3_OPTIONS).union(*(cls.option_names for cls in FORMAT_CLASSES.values()))

@@ -11,6 +11,7 @@ run by the plain interpreter is the reference.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pwd
@@ -31,7 +32,7 @@ import pyspark
 import pytest
 
 from connect_plugin.server.python_workers import daemons
-from connect_plugin.worker_forks import WorkerForks, reseed
+from connect_plugin.worker_forks import PRELOAD, WorkerForks, reseed
 from connect_plugin.worker_python import FORKS_VARIABLE
 
 LAUNCHER = str(Path(sys.executable).with_name("connect-plugin-python"))
@@ -370,6 +371,15 @@ def test_the_server_ends_with_its_owner_and_leaves_no_folder() -> None:
     server.stop()
     assert process.returncode == 0
     assert not Path(path).parent.exists()
+
+
+def test_the_modules_of_ours_it_preloads_are_there() -> None:
+    """The server skips a module that does not import, since another pyspark may lack one of
+    its own; a module of ours named wrongly (moved, renamed) would go unnoticed but for the
+    time every daemon then spends loading it."""
+    ours = [name for name in PRELOAD if name.split(".")[0] == "connect_plugin"]
+    assert ours
+    assert [name for name in ours if importlib.util.find_spec(name) is None] == []
 
 
 def test_a_fork_reseeds_numpy_when_it_was_loaded() -> None:

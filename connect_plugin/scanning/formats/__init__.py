@@ -7,6 +7,17 @@ pyarrow.dataset's ``_ensure_format``: it takes a name in any case, a
 ``Format`` member, or a format class or instance. ``Format``, the enum a
 spec keeps, and every list of format words are made from the registry, so
 a new format is its module plus one line here.
+
+The package owns the formats (``base``, ``delimited``, ``json`` with
+``json_layout`` and ``json_structure``, ``parquet``) and what a format hands
+to the layers above it: records and bad records (``records``), the
+conversion of a parsed value on the row path (``converters``), the
+rescued-data column (``rescue``) and the rules by which types widen
+(``widening``), which the planner also applies across files. A format is
+given its settings, the file and a sink for bad records, so it needs
+nothing of the spec, the planner or the reader that stand on it.
+
+Imports from the scan: ``choices``, ``files``.
 """
 
 from __future__ import annotations

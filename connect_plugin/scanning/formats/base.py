@@ -28,9 +28,9 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.choices import Compression
-from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.records import BadRecordSink, Row
-from connect_plugin.scanning.storage import Storage
+from connect_plugin.scanning.files.files import ScanFile
+from connect_plugin.scanning.files.storage import Storage
+from connect_plugin.scanning.formats.records import BadRecordSink, Row
 
 BLOCK_BYTES = 4 * 1024 * 1024
 """Bytes pyarrow parses at a time; a json line longer than this goes to the row path."""

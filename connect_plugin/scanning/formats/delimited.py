@@ -28,8 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from connect_plugin.errors import InvalidScanSpec, SchemaEvolutionError
-from connect_plugin.scanning.converters import BadValue, text_converter
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.base import (
     COLUMNS,
     STRING_LIST,
@@ -38,8 +37,9 @@ from connect_plugin.scanning.formats.base import (
     FileSample,
     FormatSettings,
 )
-from connect_plugin.scanning.records import BadRecordSink, RejectKind, Row
-from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
+from connect_plugin.scanning.formats.converters import BadValue, text_converter
+from connect_plugin.scanning.formats.records import BadRecordSink, RejectKind, Row
+from connect_plugin.scanning.formats.rescue import new_columns_message, rescued_array, rescued_text
 
 _BOOLEAN_OPTIONS = frozenset({"header", "multiline"})
 _ONE_CHARACTER_OPTIONS = frozenset({"quote", "escape"})

@@ -33,8 +33,7 @@ import pyarrow.json as pa_json
 
 from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning.choices import choice
-from connect_plugin.scanning.converters import BadValue, Converter, json_converter
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.base import (
     HEAD_CHUNK,
     Decode,
@@ -42,6 +41,7 @@ from connect_plugin.scanning.formats.base import (
     FileSample,
     FormatSettings,
 )
+from connect_plugin.scanning.formats.converters import BadValue, Converter, json_converter
 from connect_plugin.scanning.formats.json_layout import JsonLayout, detect_layout
 from connect_plugin.scanning.formats.json_structure import (
     Event,
@@ -51,9 +51,9 @@ from connect_plugin.scanning.formats.json_structure import (
     record_lines,
     units,
 )
-from connect_plugin.scanning.records import BadRecordSink, Row, place_text
-from connect_plugin.scanning.rescue import new_columns_message, rescued_array, rescued_text
-from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
+from connect_plugin.scanning.formats.records import BadRecordSink, Row, place_text
+from connect_plugin.scanning.formats.rescue import new_columns_message, rescued_array, rescued_text
+from connect_plugin.scanning.formats.widening import TypeClash, merge_types, normalize_type
 
 INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from connect_plugin.errors import SchemaEvolutionError
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.base import Decode, FileFormat, FileSample
-from connect_plugin.scanning.rescue import new_columns_message, rescued_array
-from connect_plugin.scanning.widening import normalize_type
+from connect_plugin.scanning.formats.rescue import new_columns_message, rescued_array
+from connect_plugin.scanning.formats.widening import normalize_type
 
 
 class ParquetFormat(FileFormat):

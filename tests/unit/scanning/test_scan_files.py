@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from connect_plugin.errors import ScanPathNotFound
-from connect_plugin.scanning.files import ScanFile, file_groups, list_files, max_depth
-from connect_plugin.scanning.implicit import (
+from connect_plugin.scanning.files.files import ScanFile, file_groups, list_files, max_depth
+from connect_plugin.scanning.planning.implicit import (
     dir_value,
     file_value,
     hive_columns,

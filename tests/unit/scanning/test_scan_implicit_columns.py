@@ -9,8 +9,8 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import ScanSpec, plan_scan
-from connect_plugin.scanning.implicit import IMPLICIT_MARKER
-from connect_plugin.scanning.projection import Kind
+from connect_plugin.scanning.planning.implicit import IMPLICIT_MARKER
+from connect_plugin.scanning.planning.projection import Kind
 from tests.unit.scanning.scan_checks import rows, scan, types, write_json
 
 

@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connect_plugin.errors import BadRecord, InvalidScanSpec, SchemaEvolutionError
-from connect_plugin.scanning import ScanOptions, ScanReader, ScanSpec, plan_scan, scanner
+from connect_plugin.scanning import ScanOptions, ScanReader, ScanSpec, plan_scan
 from connect_plugin.scanning.formats import FileFormat
 from connect_plugin.scanning.formats.json import JsonFormat
-from connect_plugin.scanning.records import Reject
+from connect_plugin.scanning.formats.records import Reject
+from connect_plugin.scanning.reading import scanner
 from tests.json_layouts import RECORDS, WRITERS, as_array, as_documents, as_lines
 from tests.unit.scanning.scan_checks import read, rows, scan, types, write_text
 

@@ -14,7 +14,7 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec, MissingColumn
 from connect_plugin.scanning import ScanOptions, ScanSpec, plan_scan
-from connect_plugin.scanning.options import MissingColumns
+from connect_plugin.scanning.request.options import MissingColumns
 from tests.unit.scanning.scan_checks import rows, scan, types, write_json, write_parquet
 
 

@@ -19,7 +19,7 @@ from connect_plugin import proto
 from connect_plugin.client.scan import scan
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import Format, ScanSpec
-from connect_plugin.scanning.options import SCAN_OPTIONS, ScanOptions
+from connect_plugin.scanning.request.options import SCAN_OPTIONS, ScanOptions
 
 SESSION = "8f5c3c4e-0000-4000-8000-000000000002"
 SCHEMA = pa.schema([("a", pa.int64())])

@@ -7,7 +7,7 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import Compression, Evolution, Format, OnError, Partitioning
-from connect_plugin.scanning.options import ScanOptions, choice
+from connect_plugin.scanning.request.options import ScanOptions, choice
 
 
 def test_a_full_set_of_options_becomes_typed_values() -> None:

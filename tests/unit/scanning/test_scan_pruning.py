@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from connect_plugin.scanning import PartitionFilter, ScanReader, ScanSpec, plan_scan, prune
-from connect_plugin.scanning.plan import ScanPlan
-from connect_plugin.scanning.predicates import AllOf, AnyOf, FileFilter, NoneOf
+from connect_plugin.scanning.planning.plan import ScanPlan
+from connect_plugin.scanning.request.predicates import AllOf, AnyOf, FileFilter, NoneOf
 from tests.unit.scanning.scan_checks import write_json
 
 

@@ -18,11 +18,11 @@ from connect_plugin.scanning import (
     ScanSpec,
     clear_schema_cache,
     plan_scan,
-    scanner,
 )
-from connect_plugin.scanning.conform import limit_batches
 from connect_plugin.scanning.formats import FORMAT_CLASSES, FileFormat
-from connect_plugin.scanning.records import Reject
+from connect_plugin.scanning.formats.records import Reject
+from connect_plugin.scanning.reading import scanner
+from connect_plugin.scanning.reading.conform import limit_batches
 from tests.unit.scanning.scan_checks import (
     read,
     rows,

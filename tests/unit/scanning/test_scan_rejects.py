@@ -14,8 +14,8 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import ScanReader, ScanSpec, plan_scan
-from connect_plugin.scanning.options import OnError, ScanOptions
-from connect_plugin.scanning.rejects import REJECTS_SCHEMA, RejectFiles
+from connect_plugin.scanning.reading.rejects import REJECTS_SCHEMA, RejectFiles
+from connect_plugin.scanning.request.options import OnError, ScanOptions
 from tests.unit.scanning.scan_checks import write_text
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

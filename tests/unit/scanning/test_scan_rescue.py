@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from connect_plugin.errors import BadRecord, InvalidScanSpec
-from connect_plugin.scanning import ScanReader, ScanSpec, plan_scan, scanner
+from connect_plugin.scanning import ScanReader, ScanSpec, plan_scan
+from connect_plugin.scanning.reading import scanner
 from tests.unit.scanning.scan_checks import (
     read,
     rows,

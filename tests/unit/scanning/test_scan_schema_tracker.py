@@ -14,8 +14,8 @@ import pytest
 
 from connect_plugin.errors import SchemaConflict
 from connect_plugin.scanning import ScanSpec, plan_scan
-from connect_plugin.scanning.projection import Kind
-from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type
+from connect_plugin.scanning.formats.widening import TypeClash, merge_types, normalize_type
+from connect_plugin.scanning.planning.projection import Kind
 from tests.unit.scanning.scan_checks import rows, scan, types, write_json, write_parquet
 
 AB = pa.table({"a": pa.array([1, 2], pa.int32()), "b": pa.array([10, 20], pa.int64())})

@@ -28,8 +28,8 @@ from pyspark.sql.worker.plan_data_source_read import records_to_arrow_batches
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import ScanSpec
-from connect_plugin.scanning.predicates import AllOf, PartitionFilter
-from connect_plugin.scanning.spark_source import (
+from connect_plugin.scanning.request.predicates import AllOf, PartitionFilter
+from connect_plugin.scanning.spark.spark_source import (
     MIN_PARTITIONS_OPTION,
     SHORT_NAME,
     SPEC_OPTION,
@@ -95,7 +95,7 @@ def test_the_plan_travels_with_the_data_source(logs: Path, monkeypatch: pytest.M
     data_source = source(ScanSpec([str(logs)], "json"))
     schema = data_source.schema()
     shipped = pickle.loads(pickle.dumps(data_source))
-    import connect_plugin.scanning.spark_source as binding
+    import connect_plugin.scanning.spark.spark_source as binding
 
     def no_planning(spec: ScanSpec) -> None:
         raise AssertionError("planned twice")

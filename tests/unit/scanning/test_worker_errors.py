@@ -22,8 +22,8 @@ from connect_plugin.errors import (
     find_marked,
 )
 from connect_plugin.scanning import ScanSpec
-from connect_plugin.scanning.spark_source import SPEC_OPTION, ScanDataSource
-from connect_plugin.scanning.worker_errors import reported, reported_batches
+from connect_plugin.scanning.spark.spark_source import SPEC_OPTION, ScanDataSource
+from connect_plugin.scanning.spark.worker_errors import reported, reported_batches
 
 
 def printed(exc: BaseException) -> str:

@@ -14,8 +14,8 @@ from pyspark.sql.connect.plan import Filter, Limit, LogicalPlan, Project
 
 from connect_plugin import proto
 from connect_plugin.errors import InvalidScanSpec
-from connect_plugin.scanning import predicates
-from connect_plugin.scanning.predicates import (
+from connect_plugin.scanning.request import predicates
+from connect_plugin.scanning.request.predicates import (
     AllOf,
     AnyOf,
     FileFilter,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
-from connect_plugin.scanning.options import Evolution, Format, OnError
+from connect_plugin.scanning.request.options import Evolution, Format, OnError
 from connect_plugin.server.guards import CreateTempViewHandler
 from connect_plugin.server.requests import CreateScanView, CreateTempView, Name, Request
 from connect_plugin.server.scan_views import CreateScanViewHandler

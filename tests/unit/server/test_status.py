@@ -55,9 +55,9 @@ BAD = "file /data/b.json, line 2: malformed json (Expecting value)"
 def traceback_of(name: str, error_class: str, message: str) -> str:
     return (
         "Traceback (most recent call last):\n"
-        '  File "/site/connect_plugin/scanning/worker_errors.py", line 46, in call\n'
+        '  File "/site/connect_plugin/scanning/spark/worker_errors.py", line 46, in call\n'
         "    raise reportable(exc) from None\n"
-        '  File "/site/connect_plugin/scanning/files.py", line 89, in _expand\n'
+        '  File "/site/connect_plugin/scanning/files/files.py", line 89, in _expand\n'
         f"    raise {name}(\n"
         f"connect_plugin.errors.{name}: [{error_class}] {message}\n"
     )

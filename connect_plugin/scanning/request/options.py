@@ -32,9 +32,10 @@ from connect_plugin.scanning.choices import (
     choice,
     whole_number,
 )
+from connect_plugin.scanning.files.storage import S3_OPTIONS
 from connect_plugin.scanning.formats import FORMAT_CLASSES, Format, ensure_format, format_of
-from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
-from connect_plugin.scanning.option_kinds import (
+from connect_plugin.scanning.loader.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
+from connect_plugin.scanning.request.option_kinds import (
     Choice,
     Columns,
     Flag,
@@ -46,9 +47,8 @@ from connect_plugin.scanning.option_kinds import (
     Text,
     column_list,
 )
-from connect_plugin.scanning.predicates import FileFilter
-from connect_plugin.scanning.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
-from connect_plugin.scanning.storage import S3_OPTIONS
+from connect_plugin.scanning.request.predicates import FileFilter
+from connect_plugin.scanning.request.spec import DEFAULT_SAMPLE_BYTES, ScanSpec
 
 _ROW = "scan_option"
 

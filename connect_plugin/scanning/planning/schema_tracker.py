@@ -43,17 +43,22 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec, SchemaConflict, SchemaEvolutionError
 from connect_plugin.scanning.choices import Evolution
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, FileSample
-from connect_plugin.scanning.implicit import (
+from connect_plugin.scanning.formats.rescue import new_columns_message
+from connect_plugin.scanning.formats.widening import (
+    TypeClash,
+    merge_types,
+    normalize_type,
+    without_nulls,
+)
+from connect_plugin.scanning.planning.implicit import (
     FILE_COLUMNS,
     IMPLICIT_MARKER,
     dir_index,
     file_column_kind,
 )
-from connect_plugin.scanning.rescue import new_columns_message
-from connect_plugin.scanning.spec import ScanSpec
-from connect_plugin.scanning.widening import TypeClash, merge_types, normalize_type, without_nulls
+from connect_plugin.scanning.request.spec import ScanSpec
 
 log = logging.getLogger(__name__)
 

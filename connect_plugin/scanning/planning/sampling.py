@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 
 from connect_plugin.errors import UnreadableFile
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import FileSample
-from connect_plugin.scanning.spec import ScanSpec
-from connect_plugin.scanning.widening import nullable_type
+from connect_plugin.scanning.formats.widening import nullable_type
+from connect_plugin.scanning.request.spec import ScanSpec
 
 SAMPLE_THREADS = 8
 """Files sampled at once; pyarrow's parsers release the GIL, and the work is mostly I/O."""

@@ -24,10 +24,10 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.records import Reject
-from connect_plugin.scanning.scanner import ScanReader
-from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.files.files import ScanFile
+from connect_plugin.scanning.formats.records import Reject
+from connect_plugin.scanning.reading.scanner import ScanReader
+from connect_plugin.scanning.request.spec import ScanSpec
 
 REJECTS_SCHEMA = pa.schema(
     [

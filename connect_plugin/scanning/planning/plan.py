@@ -22,18 +22,18 @@ import pyarrow as pa
 
 from connect_plugin.errors import MissingColumn
 from connect_plugin.scanning.choices import Evolution, MissingColumns
-from connect_plugin.scanning.files import ScanFile, list_files
+from connect_plugin.scanning.files.files import ScanFile, list_files
 from connect_plugin.scanning.formats import FileSample, Spellings
-from connect_plugin.scanning.projection import (
+from connect_plugin.scanning.planning.projection import (
     Kind,
     OutputColumn,
     Partitions,
     partitions_of,
     resolve_projection,
 )
-from connect_plugin.scanning.sampling import needs_sampling, sample_files
-from connect_plugin.scanning.schema_tracker import TableSchema, resolve_table
-from connect_plugin.scanning.spec import ScanSpec
+from connect_plugin.scanning.planning.sampling import needs_sampling, sample_files
+from connect_plugin.scanning.planning.schema_tracker import TableSchema, resolve_table
+from connect_plugin.scanning.request.spec import ScanSpec
 
 SCHEMA_CACHE_SIZE = 64
 """Resolved table schemas kept per process (one per distinct spec and file set)."""

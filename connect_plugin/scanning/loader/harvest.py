@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 
 from connect_plugin.errors import ColumnTypeError, ScanError
-from connect_plugin.scanning.column_writers import describe_value
-from connect_plugin.scanning.values import ValueRules
+from connect_plugin.scanning.loader.column_writers import describe_value
+from connect_plugin.scanning.loader.values import ValueRules
 
 ARROW_CONVERSION_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 """What ``pyarrow.array`` raises for a Python value it cannot convert."""

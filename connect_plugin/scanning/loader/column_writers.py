@@ -15,15 +15,15 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from connect_plugin.errors import ColumnTypeError, MissingValue, RowTooLarge, ValueTooLarge
-from connect_plugin.scanning.nested_values import ListRules
-from connect_plugin.scanning.scalar_values import (
+from connect_plugin.scanning.loader.nested_values import ListRules
+from connect_plugin.scanning.loader.scalar_values import (
     BinaryRules,
     BoolRules,
     FloatRules,
     IntRules,
     StringRules,
 )
-from connect_plugin.scanning.values import ValueMismatch, ValueMissing, ValueRules
+from connect_plugin.scanning.loader.values import ValueMismatch, ValueMissing, ValueRules
 
 
 class RowRoom(Protocol):

@@ -26,14 +26,14 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from connect_plugin.errors import ColumnNotFound, RowShapeError, ScanError
-from connect_plugin.scanning.column_writers import (
+from connect_plugin.scanning.loader.column_writers import (
     ColumnWriter,
     row_too_large,
     value_error,
     value_too_large,
 )
-from connect_plugin.scanning.harvest import ARROW_CONVERSION_ERRORS, locate_conversion_error
-from connect_plugin.scanning.values import MISSING, ValueMismatch, ValueRules
+from connect_plugin.scanning.loader.harvest import ARROW_CONVERSION_ERRORS, locate_conversion_error
+from connect_plugin.scanning.loader.values import MISSING, ValueMismatch, ValueRules
 
 FIRST_CHUNK_ROWS = 64
 """Rows converted before the batch has told us how many bytes a row takes."""

@@ -24,14 +24,19 @@ import pyarrow as pa
 
 from connect_plugin.errors import UnreadableFile
 from connect_plugin.scanning.choices import Evolution
-from connect_plugin.scanning.conform import Conformer, ConversionFailed, limit_batches, rows_only
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, Decode
-from connect_plugin.scanning.plan import ScanPlan
-from connect_plugin.scanning.projection import Kind
-from connect_plugin.scanning.records import RejectSink
-from connect_plugin.scanning.rescue import rescued_text, without_file
-from connect_plugin.scanning.rowpath import BadRecords, row_batches
+from connect_plugin.scanning.formats.records import RejectSink
+from connect_plugin.scanning.formats.rescue import rescued_text, without_file
+from connect_plugin.scanning.planning.plan import ScanPlan
+from connect_plugin.scanning.planning.projection import Kind
+from connect_plugin.scanning.reading.conform import (
+    Conformer,
+    ConversionFailed,
+    limit_batches,
+    rows_only,
+)
+from connect_plugin.scanning.reading.rowpath import BadRecords, row_batches
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,15 @@ import pyarrow.compute as pc
 
 from connect_plugin.errors import BadRecord, InvalidScanSpec, RowTooLarge, ScanError
 from connect_plugin.scanning.choices import OnError
-from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.implicit import constant_array, dir_value, file_value, hive_pairs
-from connect_plugin.scanning.plan import ScanPlan
-from connect_plugin.scanning.projection import Kind, OutputColumn
+from connect_plugin.scanning.files.files import ScanFile
+from connect_plugin.scanning.planning.implicit import (
+    constant_array,
+    dir_value,
+    file_value,
+    hive_pairs,
+)
+from connect_plugin.scanning.planning.plan import ScanPlan
+from connect_plugin.scanning.planning.projection import Kind, OutputColumn
 
 log = logging.getLogger(__name__)
 

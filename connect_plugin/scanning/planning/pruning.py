@@ -25,10 +25,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from connect_plugin.scanning.files import ScanFile
-from connect_plugin.scanning.implicit import dir_value, file_value, hive_pairs, hive_value
-from connect_plugin.scanning.plan import ScanPlan
-from connect_plugin.scanning.predicates import (
+from connect_plugin.scanning.files.files import ScanFile
+from connect_plugin.scanning.planning.implicit import dir_value, file_value, hive_pairs, hive_value
+from connect_plugin.scanning.planning.plan import ScanPlan
+from connect_plugin.scanning.planning.projection import Kind, OutputColumn
+from connect_plugin.scanning.request.predicates import (
     AllOf,
     AnyOf,
     FileFilter,
@@ -36,7 +37,6 @@ from connect_plugin.scanning.predicates import (
     PartitionFilter,
     all_of,
 )
-from connect_plugin.scanning.projection import Kind, OutputColumn
 
 Outcomes = frozenset[bool | None]
 """What a condition may be for a file: some of True, False and None (SQL's unknown)."""

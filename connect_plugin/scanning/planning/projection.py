@@ -32,10 +32,10 @@ import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.choices import Partitioning
-from connect_plugin.scanning.files import ScanFile, max_depth
-from connect_plugin.scanning.implicit import dir_index, file_column_kind, hive_columns
-from connect_plugin.scanning.schema_tracker import TableSchema
-from connect_plugin.scanning.spec import INDEXED_NAME, ScanSpec
+from connect_plugin.scanning.files.files import ScanFile, max_depth
+from connect_plugin.scanning.planning.implicit import dir_index, file_column_kind, hive_columns
+from connect_plugin.scanning.planning.schema_tracker import TableSchema
+from connect_plugin.scanning.request.spec import INDEXED_NAME, ScanSpec
 
 
 class Kind(Enum):

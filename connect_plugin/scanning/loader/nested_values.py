@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from connect_plugin.scanning.values import (
+from connect_plugin.scanning.loader.values import (
     MISSING,
     NO_EMPTY,
     ValueMismatch,

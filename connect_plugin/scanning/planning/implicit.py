@@ -31,7 +31,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 
 FILE_COLUMNS = ("filename", "filepath", "fqn", "suffix")
 IMPLICIT_MARKER = b"connect_plugin.implicit"

@@ -24,7 +24,6 @@ from typing import Any
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec
-from connect_plugin.scanning import predicates
 from connect_plugin.scanning.choices import (
     Compression,
     Evolution,
@@ -34,6 +33,13 @@ from connect_plugin.scanning.choices import (
     boolean,
     choice,
 )
+from connect_plugin.scanning.files.storage import (
+    SECRET_OPTION_PREFIX,
+    Storage,
+    open_storage,
+    options_digest,
+    split_storage_options,
+)
 from connect_plugin.scanning.formats import (
     FileFormat,
     Format,
@@ -41,15 +47,13 @@ from connect_plugin.scanning.formats import (
     ensure_format,
     format_of,
 )
-from connect_plugin.scanning.loader import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, MAX_ROWS_CEILING
-from connect_plugin.scanning.predicates import FileFilter
-from connect_plugin.scanning.storage import (
-    SECRET_OPTION_PREFIX,
-    Storage,
-    open_storage,
-    options_digest,
-    split_storage_options,
+from connect_plugin.scanning.loader.loader import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    MAX_ROWS_CEILING,
 )
+from connect_plugin.scanning.request import predicates
+from connect_plugin.scanning.request.predicates import FileFilter
 
 DEFAULT_SAMPLE_BYTES = 256 * 1024
 """Bytes read from the start of each json/csv/tsv/text file to learn its columns."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 
 Row = tuple[Any, ...]
 """One record's raw values, in the order of the raw batch's columns (``Decode.raw_fields``)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connect_plugin.errors import UnsupportedColumnType
-from connect_plugin.scanning.nested_values import ListRules, MapRules, StructRules
-from connect_plugin.scanning.scalar_values import (
+from connect_plugin.scanning.loader.nested_values import ListRules, MapRules, StructRules
+from connect_plugin.scanning.loader.scalar_values import (
     BinaryRules,
     BoolRules,
     DateRules,
@@ -18,7 +18,7 @@ from connect_plugin.scanning.scalar_values import (
     StringRules,
     TemporalRules,
 )
-from connect_plugin.scanning.values import ValueRules
+from connect_plugin.scanning.loader.values import ValueRules
 
 
 def rules_for(field: pa.Field) -> ValueRules:

@@ -22,17 +22,17 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from connect_plugin.errors import ColumnNotFound, DuplicateColumn, LoaderStateError
-from connect_plugin.scanning import bulk
-from connect_plugin.scanning.bulk import BulkBatch
-from connect_plugin.scanning.column_writers import (
+from connect_plugin.scanning.loader import bulk
+from connect_plugin.scanning.loader.bulk import BulkBatch
+from connect_plugin.scanning.loader.column_writers import (
     ColumnWriter,
     DiscardWriter,
     RowRoom,
     make_column_writer,
 )
-from connect_plugin.scanning.loader_state import LoaderState
-from connect_plugin.scanning.type_rules import rules_for
-from connect_plugin.scanning.values import ValueRules
+from connect_plugin.scanning.loader.loader_state import LoaderState
+from connect_plugin.scanning.loader.type_rules import rules_for
+from connect_plugin.scanning.loader.values import ValueRules
 
 
 class RowBatch(RowRoom, BulkBatch, Protocol):

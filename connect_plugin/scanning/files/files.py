@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pyarrow.fs as pafs
 
 from connect_plugin.errors import ScanPathNotFound
-from connect_plugin.scanning.storage import Storage, fs_path, open_storage
+from connect_plugin.scanning.files.storage import Storage, fs_path, open_storage
 
 GLOB_CHARACTERS = frozenset("*?[")
 

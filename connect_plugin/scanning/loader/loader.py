@@ -57,11 +57,15 @@ from connect_plugin.errors import (
     MissingValue,
     RowTooLarge,
 )
-from connect_plugin.scanning.column_writers import ColumnWriter, row_too_large, value_too_large
-from connect_plugin.scanning.harvest import ArraySegment, RowSegment, Segment, build_batch
-from connect_plugin.scanning.loader_state import LoaderState
-from connect_plugin.scanning.row_writer import RowWriter
-from connect_plugin.scanning.values import NO_EMPTY, ValueRules, bitmap_bytes
+from connect_plugin.scanning.loader.column_writers import (
+    ColumnWriter,
+    row_too_large,
+    value_too_large,
+)
+from connect_plugin.scanning.loader.harvest import ArraySegment, RowSegment, Segment, build_batch
+from connect_plugin.scanning.loader.loader_state import LoaderState
+from connect_plugin.scanning.loader.row_writer import RowWriter
+from connect_plugin.scanning.loader.values import NO_EMPTY, ValueRules, bitmap_bytes
 
 DEFAULT_MAX_ROWS = 4096
 MAX_ROWS_CEILING = 65536

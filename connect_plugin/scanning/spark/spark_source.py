@@ -46,14 +46,14 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from connect_plugin.errors import InvalidScanSpec
-from connect_plugin.scanning.files import ScanFile, file_groups
-from connect_plugin.scanning.plan import ScanPlan, plan_scan
-from connect_plugin.scanning.pruning import prune
-from connect_plugin.scanning.rejects import RejectFiles
-from connect_plugin.scanning.scanner import ScanReader
-from connect_plugin.scanning.spark_versions import spark_arrow_schema_of
-from connect_plugin.scanning.spec import ScanSpec
-from connect_plugin.scanning.worker_errors import reported, reported_batches
+from connect_plugin.scanning.files.files import ScanFile, file_groups
+from connect_plugin.scanning.planning.plan import ScanPlan, plan_scan
+from connect_plugin.scanning.planning.pruning import prune
+from connect_plugin.scanning.reading.rejects import RejectFiles
+from connect_plugin.scanning.reading.scanner import ScanReader
+from connect_plugin.scanning.request.spec import ScanSpec
+from connect_plugin.scanning.spark.spark_versions import spark_arrow_schema_of
+from connect_plugin.scanning.spark.worker_errors import reported, reported_batches
 
 SHORT_NAME = "connect_plugin_scan"
 SPEC_OPTION = "spec"

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connect_plugin.scanning.values import NO_EMPTY, ValueMismatch, ValueRules
+from connect_plugin.scanning.loader.values import NO_EMPTY, ValueMismatch, ValueRules
 
 
 class IntRules(ValueRules):

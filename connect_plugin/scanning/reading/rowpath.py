@@ -27,11 +27,11 @@ import pyarrow as pa
 
 from connect_plugin.errors import BadRecord
 from connect_plugin.scanning.choices import OnError
-from connect_plugin.scanning.files import ScanFile
+from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import Decode
-from connect_plugin.scanning.loader import ResultSetLoader
-from connect_plugin.scanning.plan import ScanPlan
-from connect_plugin.scanning.records import Reject, RejectKind, RejectSink, Row
+from connect_plugin.scanning.formats.records import Reject, RejectKind, RejectSink, Row
+from connect_plugin.scanning.loader.loader import ResultSetLoader
+from connect_plugin.scanning.planning.plan import ScanPlan
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,14 @@
+"""The scan bound to Spark: a Python data source whose tasks read the scan's batches.
+
+Owns ``ScanDataSource`` (``spark_source``), which plans on the driver and
+reads on the executors, what differs between the pysparks it runs on
+(``spark_versions``), and how a scan error leaves Spark's Python workers with
+its class first and its traceback short (``worker_errors``).
+
+The top of the scan and the only part that imports pyspark (``spark_source``
+and ``spark_versions``); the gateway imports it only to register the data
+source, and the worker daemons preload it.
+
+Imports from the scan: any layer below it (``choices``, ``files``,
+``formats``, ``loader``, ``planning``, ``reading``, ``request``).
+"""
