@@ -147,13 +147,12 @@ class EmbeddedSparkConnect:
             log_path = state_dir / LOG_FILE
         self.log_path = log_path
         self.home = home
-        self.python = launcher(str(python or sys.executable))
+        interpreter = str(python or sys.executable)
+        self.python = launcher(interpreter)
         self.token = token
         self.class_archive = class_archive
         self._forks = (
-            WorkerForks(str(python or sys.executable))
-            if worker_forks and self.python != str(python or sys.executable)
-            else None
+            WorkerForks(interpreter) if worker_forks and self.python != interpreter else None
         )
         self._archive_use: ArchiveUse | None = None
         self._process: subprocess.Popen[bytes] | None = None
