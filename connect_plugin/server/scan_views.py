@@ -37,7 +37,7 @@ PROVIDER = "scan"
 
 
 class CreateScanViewHandler(Handler[CreateScanView]):
-    """A temporary view over a scan, from SQL; registered before the temp-view guard."""
+    """A temporary view over a scan, from SQL; tried before the temp-view guard (``SQL_ORDER``)."""
 
     request_type = CreateScanView
     sql_keywords = frozenset(("CREATE",))
