@@ -25,13 +25,8 @@ from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.plans import Extension, extensions, replace_node, unpack
 from connect_plugin.server.requests import Request
-from connect_plugin.server.statements import (
-    INLINE_CHARS,
-    SESSION_QUALIFIED,
-    SqlText,
-    first_keyword,
-    recognise,
-)
+from connect_plugin.server.statements import INLINE_CHARS, SqlText, first_keyword, recognise
+from connect_plugin.server.table_names import SESSION_QUALIFIED
 
 MAX_PLUGIN_NESTING = 32
 """Plugin relations inside plugin relations' inputs, at most (each level is decoded apart)."""

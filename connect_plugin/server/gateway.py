@@ -40,7 +40,7 @@ from connect_plugin.server.guards import (
     DropViewHandler,
     InsertIntoHandler,
 )
-from connect_plugin.server.handlers import HandlerRegistry
+from connect_plugin.server.handlers import HandlerRegistry, SqlOrder
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.python_workers import stop_ended
 from connect_plugin.server.qualifier_database import warn_at_start
@@ -281,6 +281,22 @@ class Gateway:
         return self._stopped.wait(timeout)
 
 
+SQL_ORDER: SqlOrder = {
+    # CREATE TEMPORARY VIEW v USING scan OPTIONS (...) is a temp view's statement
+    # too, so the scan view reads it before the temp-view guard; the other rules of
+    # CREATE take statements no other one does.
+    "CREATE": (
+        CreateTempTableHandler,
+        CreateScanViewHandler,
+        CreateTempViewHandler,
+        CreatePersistentViewHandler,
+    ),
+    # DROP TABLE and DROP VIEW: disjoint, ordered only because they share DROP.
+    "DROP": (DropTempTableHandler, DropViewHandler),
+}
+"""The order the rules of handlers sharing a first keyword are tried in (see ``handlers``)."""
+
+
 def plugin_handlers(
     config: Config,
     registry: SessionRegistry,
@@ -311,7 +327,8 @@ def plugin_handlers(
             CreateTempViewHandler(tables),
             CreatePersistentViewHandler(tables),
             AlterViewHandler(tables),
-        ]
+        ],
+        SQL_ORDER,
     )
 
 

@@ -31,10 +31,11 @@ from connect_plugin.server.requests import (
     InsertInto,
     Name,
 )
-from connect_plugin.server.session_store import TempTable
+from connect_plugin.server.spark_sql import literal
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import Upstream, UpstreamSession, literal
+from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.upstream import Upstream, UpstreamSession
 from connect_plugin.server.value_checks import NOT_NULL
 from connect_plugin.server.views import files_relation
 

@@ -6,11 +6,18 @@ does with it, on two sides: ``analyze`` answers AnalyzePlan with no side
 effect, ``execute`` does the work for ExecutePlan. Adding a plugin message
 or a statement is one handler class, registered where the gateway lists
 its handlers (``gateway.py``).
+
+A statement is read by the first rule of its first keyword that recognises
+it, so where handlers share a keyword their order decides: a scan view's
+``CREATE TEMPORARY VIEW ... USING`` is a temp view's statement too. That
+order is stated once, per keyword, in the table the registry is given
+(``SqlOrder``), never by the list the handlers come in; the registry refuses
+handlers sharing a keyword that the table does not order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -98,16 +105,32 @@ class Handler(Generic[R]):
 _BASE_FROM_PLAN = Handler.from_plan.__func__  # type: ignore[attr-defined]
 
 
-class HandlerRegistry:
-    """The gateway's handlers, looked up by request type, message type and SQL keyword."""
+SqlOrder = Mapping[str, Sequence[type[Handler[Any]]]]
+"""Per first keyword, the handler classes sharing it, in the order their rules are tried."""
 
-    def __init__(self, handlers: Sequence[Handler[Any]]) -> None:
+
+class HandlerRegistry:
+    """The gateway's handlers, looked up by request type, message type and SQL keyword.
+
+    ``sql_order``: for every first keyword more than one handler reads, the
+    order their rules are tried in; the order of ``handlers`` itself never
+    matters.
+    """
+
+    def __init__(self, handlers: Iterable[Handler[Any]], sql_order: SqlOrder | None = None) -> None:
         self._handlers = tuple(handlers)
-        self._by_request = {h.request_type: h for h in handlers}
+        self._by_request = {h.request_type: h for h in self._handlers}
         self._by_message = {
-            h.message_type.DESCRIPTOR.full_name: h for h in handlers if h.message_type is not None
+            h.message_type.DESCRIPTOR.full_name: h
+            for h in self._handlers
+            if h.message_type is not None
         }
-        self._commands = [h for h in handlers if type(h).from_plan.__func__ is not _BASE_FROM_PLAN]  # type: ignore[attr-defined]
+        self._commands = [h for h in self._handlers if type(h).from_plan.__func__ is not _BASE_FROM_PLAN]  # type: ignore[attr-defined]
+        self._by_keyword = _ordered_by_keyword(self._handlers, sql_order or {})
+
+    @property
+    def handlers(self) -> tuple[Handler[Any], ...]:
+        return self._handlers
 
     @property
     def message_names(self) -> list[str]:
@@ -123,8 +146,8 @@ class HandlerRegistry:
         """The grammar rules worth trying on a statement that starts with ``keyword``."""
         return [
             h.parse
-            for h in self._handlers
-            if keyword in h.sql_keywords and (has_tables or not h.needs_tables)
+            for h in self._by_keyword.get(keyword, ())
+            if has_tables or not h.needs_tables
         ]
 
     def from_plan(self, plan: spark_proto.Plan) -> Request | None:
@@ -141,3 +164,27 @@ class HandlerRegistry:
     async def execute(self, call: Call, request: Request) -> Outcome:
         outcome: Outcome = await self.for_request(request).execute(call, request)
         return outcome
+
+
+def _ordered_by_keyword(
+    handlers: Sequence[Handler[Any]], sql_order: SqlOrder
+) -> dict[str, tuple[Handler[Any], ...]]:
+    """Each first keyword's handlers in the stated order; an error if a shared one has none."""
+    by_keyword: dict[str, list[Handler[Any]]] = {}
+    for handler in handlers:
+        for keyword in handler.sql_keywords:
+            by_keyword.setdefault(keyword, []).append(handler)
+    ordered: dict[str, tuple[Handler[Any], ...]] = {}
+    for keyword, sharing in by_keyword.items():
+        if len(sharing) > 1:
+            stated = list(sql_order.get(keyword, ()))
+            unordered = sorted(type(h).__name__ for h in sharing if type(h) not in stated)
+            if unordered:
+                raise ValueError(
+                    f"handlers {', '.join(unordered)} share the first keyword {keyword} with "
+                    f"other handlers but have no place in its order; list every handler of "
+                    f"{keyword} in the SQL order the registry is given (gateway.SQL_ORDER)"
+                )
+            sharing.sort(key=lambda h: stated.index(type(h)))
+        ordered[keyword] = tuple(sharing)
+    return ordered

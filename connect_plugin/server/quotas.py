@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from connect_plugin.config import Config
 from connect_plugin.errors import QuotaExceeded
-from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
+from connect_plugin.server.temp_table import TempTable
 from connect_plugin.server.workspace import Workspace
 
 SESSIONS_PER_USER = "sessions_per_user"

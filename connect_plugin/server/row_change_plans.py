@@ -26,8 +26,8 @@ from connect_plugin.server.requests import (
     Name,
     UpdateTable,
 )
-from connect_plugin.server.session_store import TempTable
-from connect_plugin.server.upstream import quote_identifier
+from connect_plugin.server.spark_sql import quote_identifier
+from connect_plugin.server.temp_table import TempTable
 
 CLAUSE = "__connect_plugin_clause"
 TARGET_ROW = "__connect_plugin_target_row"

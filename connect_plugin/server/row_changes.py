@@ -68,10 +68,11 @@ from connect_plugin.server.row_change_plans import (
     UPDATE,
     Plan,
 )
-from connect_plugin.server.session_store import TempTable
+from connect_plugin.server.spark_sql import quote_identifier
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import UpstreamSession, quote_identifier
+from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.upstream import UpstreamSession
 from connect_plugin.server.writes import Written
 
 _ACTIONS = {

@@ -27,16 +27,17 @@ from connect_plugin.scanning.request.options import Evolution, ScanOptions
 from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.requests import CreateScanView, Name
 from connect_plugin.server.scans import Scans
+from connect_plugin.server.spark_sql import quote_identifier
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import Upstream, quote_identifier
+from connect_plugin.server.upstream import Upstream
 
 PROVIDER = "scan"
 """The ``USING`` name of the scan; any other provider's view is Spark's own."""
 
 
 class CreateScanViewHandler(Handler[CreateScanView]):
-    """A temporary view over a scan, from SQL; registered before the temp-view guard."""
+    """A temporary view over a scan, from SQL; tried before the temp-view guard (``SQL_ORDER``)."""
 
     request_type = CreateScanView
     sql_keywords = frozenset(("CREATE",))

@@ -56,13 +56,9 @@ from connect_plugin.server.requests import Name, ScanFiles
 from connect_plugin.server.scan_counts import push_row_counts
 from connect_plugin.server.scan_pruning import push_file_filters
 from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.spark_sql import quote_identifier
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import (
-    SessionContext,
-    Upstream,
-    UpstreamSession,
-    quote_identifier,
-)
+from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSession
 
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
 

@@ -33,32 +33,11 @@ from typing import Protocol
 
 from connect_plugin.errors import RegistryError
 from connect_plugin.server.private_files import secure_sqlite
+from connect_plugin.server.temp_table import TempTable
 
 SCHEMA_VERSION = 2
 """1: the first schema; 2: a table's ``size`` (a column added to a version 1 store)."""
 BUSY_TIMEOUT_MS = 5_000
-
-
-@dataclass(frozen=True)
-class TempTable:
-    """One temporary table: the name the user gave and where its files are."""
-
-    name: str
-    location: Path
-    format: str
-    schema_json: str
-    partition_columns: tuple[str, ...]
-    options: dict[str, str]
-    rows: int | None
-    """None: Spark added files since the rows were last counted (INSERT, a scan's rejects)."""
-    created: datetime.datetime
-    size: int | None = None
-    """Bytes of its data files when last measured (after the gateway wrote them, or Spark
-    added files by INSERT or a scan's rejects); None: stored by a gateway that measured none."""
-
-    @property
-    def key(self) -> str:
-        return self.name.lower()
 
 
 _UNCOUNTED = -1

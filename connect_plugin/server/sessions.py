@@ -52,9 +52,9 @@ from connect_plugin.server.session_store import (
     StoredSession,
     StoredTable,
     TableState,
-    TempTable,
     now,
 )
+from connect_plugin.server.temp_table import TempTable
 
 log = logging.getLogger(__name__)
 

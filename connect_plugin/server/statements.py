@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pyspark.sql.connect import proto as spark_proto
 from sqlglot import Dialect, Token, TokenError, TokenType
 
-from connect_plugin.errors import StatementSyntaxError, TempTableError
+from connect_plugin.errors import StatementSyntaxError
 from connect_plugin.server.requests import Name, Request
 
 _SPARK = Dialect.get_or_raise("spark")
@@ -47,7 +47,6 @@ _PUNCTUATION = frozenset(
 _NOT_A_NAME = _PUNCTUATION | {TokenType.ALIAS}
 _FIRST_WORD = re.compile(r"[A-Za-z_]+")
 _LINE_COMMENT = re.compile(r"--[^\n]*")
-MAX_NAME_LENGTH = 128
 WINDOWS = (512, 4096, 65536)
 """Characters tokenized per attempt; a rule that needs more tokens gets the next window."""
 MAX_TOKENIZED_CHARS = WINDOWS[-1]
@@ -382,39 +381,3 @@ def recognise(sql: SqlText, rules: Sequence[Rule]) -> Request | None:
         except _NeedMore:
             continue
     return None
-
-
-SESSION_QUALIFIERS = ("session", "system.session")
-"""How Spark qualifies a session's temporary views, and so its temp tables."""
-SESSION_QUALIFIED = re.compile(r"\bsession`?\s*\.", re.IGNORECASE)
-"""Text that may name something ``session.``-qualified: a cheap test before parsing."""
-RETIRED_QUALIFIER = "tmp"
-"""Drill's qualifier of temp tables, which Spark resolves nowhere."""
-
-
-def retired(name: Name) -> TempTableError:
-    return TempTableError(
-        f"[{name}]: the {RETIRED_QUALIFIER}. qualifier of temporary tables is retired, since "
-        f"Spark reads it as a database; write session.{name.name}, as Spark qualifies "
-        f"temporary views (Spark 4.1 and later), or plainly {name.name}"
-    )
-
-
-def check_table_name(name: Name) -> str:
-    """The bare name of a temp table to create, or a clear error for a bad one."""
-    qualifier = None if name.qualifier is None else name.qualifier.lower()
-    if qualifier == RETIRED_QUALIFIER:
-        raise retired(name)
-    if qualifier is not None and qualifier not in SESSION_QUALIFIERS:
-        raise TempTableError(
-            "Temporary tables are not allowed to be created outside of default temporary "
-            f"workspace [session]: [{name}] is not a valid temporary table name; use a plain "
-            "name or session.<name>"
-        )
-    bare = name.name
-    if not bare.strip() or len(bare) > MAX_NAME_LENGTH or any(ord(ch) < 32 for ch in bare):
-        raise TempTableError(
-            f"[{bare}] is not a valid temporary table name: names need 1 to "
-            f"{MAX_NAME_LENGTH} printable characters"
-        )
-    return bare

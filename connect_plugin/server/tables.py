@@ -33,15 +33,11 @@ from connect_plugin.server import results
 from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.release import to_the_end
 from connect_plugin.server.requests import Name
-from connect_plugin.server.session_store import TempTable
 from connect_plugin.server.sessions import Session, SessionRegistry
-from connect_plugin.server.statements import RETIRED_QUALIFIER, SESSION_QUALIFIERS, retired
-from connect_plugin.server.upstream import (
-    SessionContext,
-    Upstream,
-    UpstreamSession,
-    quote_identifier,
-)
+from connect_plugin.server.spark_sql import quote_identifier
+from connect_plugin.server.table_names import RETIRED_QUALIFIER, SESSION_QUALIFIERS, retired
+from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSession
 from connect_plugin.server.views import drop_view, files_relation, temp_view_names
 from connect_plugin.server.workspace import Workspace
 

@@ -46,25 +46,6 @@ class SessionContext:
         return cls(session_id, spark_proto.UserContext(user_id=user_id), ())
 
 
-def literal(value: object) -> spark_proto.Expression:
-    """A Spark literal expression for a Python str, bool or int."""
-    expression = spark_proto.Expression()
-    if isinstance(value, bool):
-        expression.literal.boolean = value
-    elif isinstance(value, int):
-        expression.literal.long = value
-    elif isinstance(value, str):
-        expression.literal.string = value
-    else:
-        raise TypeError(f"no Spark literal for {type(value).__name__}")
-    return expression
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as one backticked Spark SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
 class Upstream:
     """The gateway's channel to the Spark Connect server, lent out per session."""
 

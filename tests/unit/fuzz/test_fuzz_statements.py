@@ -16,17 +16,13 @@ from connect_plugin.server.guards import (
     InsertIntoHandler,
 )
 from connect_plugin.server.requests import CreateTempTable, Request
-from connect_plugin.server.statements import (
-    SqlText,
-    check_table_name,
-    first_keyword,
-    recognise,
-)
+from connect_plugin.server.statements import SqlText, first_keyword, recognise
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,
 )
+from connect_plugin.server.table_names import check_table_name
 from tests.unit.fuzz.harness import Fuzzer, check
 
 FULLWIDTH_CREATE = "".join(chr(ord(letter) + 0xFEE0) for letter in "CREATE")

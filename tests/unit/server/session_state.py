@@ -15,13 +15,9 @@ from connect_plugin.config import Config
 from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.release import SessionRelease
-from connect_plugin.server.session_store import (
-    SqliteSessionStore,
-    StoredSession,
-    TableState,
-    TempTable,
-)
+from connect_plugin.server.session_store import SqliteSessionStore, StoredSession, TableState
 from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.temp_table import TempTable
 from connect_plugin.server.upstream import Upstream
 from connect_plugin.server.workspace import REGISTRY_FILE, Workspace
 

@@ -18,9 +18,9 @@ from connect_plugin.server.session_store import (
     SqliteSessionStore,
     StoredSession,
     TableState,
-    TempTable,
 )
 from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.temp_table import TempTable
 from connect_plugin.server.workspace import LOCK_FILE, PRIVATE_DIR, REGISTRY_FILE, Workspace
 
 USER = "alice"
@@ -276,7 +276,8 @@ _CRASHER = """
 import sys, uuid, datetime, os
 from pathlib import Path
 from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.session_store import SqliteSessionStore, TempTable
+from connect_plugin.server.session_store import SqliteSessionStore
+from connect_plugin.server.temp_table import TempTable
 store = SqliteSessionStore(Path(sys.argv[1]))
 registry = SessionRegistry(store)
 sid = str(uuid.uuid4())

@@ -26,13 +26,7 @@ from connect_plugin.server.requests import (
     Name,
     Request,
 )
-from connect_plugin.server.statements import (
-    MAX_TOKENIZED_CHARS,
-    SqlText,
-    check_table_name,
-    first_keyword,
-    recognise,
-)
+from connect_plugin.server.statements import MAX_TOKENIZED_CHARS, SqlText, first_keyword, recognise
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
@@ -269,16 +263,3 @@ def test_a_cttas_head_longer_than_the_bound_is_an_error_naming_the_bound() -> No
     options = ", ".join(f"k{i} 'v'" for i in range(MAX_TOKENIZED_CHARS // 6))
     with pytest.raises(TempTableError, match=f"within its first {MAX_TOKENIZED_CHARS} characters"):
         parse(f"CREATE TEMP TABLE t OPTIONS ({options}) AS SELECT 1")
-
-
-def test_table_name_rules() -> None:
-    assert check_table_name(Name(("SESSION", "x"))) == "x"
-    assert check_table_name(Name(("system", "Session", "x"))) == "x"
-    with pytest.raises(TempTableError, match=r"outside of default temporary workspace \[session\]"):
-        check_table_name(Name(("other", "x")))
-    with pytest.raises(TempTableError, match=r"tmp\. qualifier of temporary tables is retired"):
-        check_table_name(Name(("tmp", "x")))
-    with pytest.raises(TempTableError, match="not a valid temporary table name"):
-        check_table_name(Name(("a\tb",)))
-    with pytest.raises(TempTableError, match="not a valid temporary table name"):
-        check_table_name(Name(("x" * 129,)))
