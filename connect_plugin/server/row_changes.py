@@ -106,6 +106,15 @@ class _Attempt:
     relation: spark_proto.Relation
     failed: Callable[[UpstreamFailed], TempTableQueryFailed]
     view_check: asyncio.Future[bool]
+    plan: Plan
+
+    def counts(self, written: Written, metric: str) -> Counts:
+        """The rows the change updated, deleted and inserted: observed in the write, or for
+        a plan that ``deletes_only``, the table's rows before less those written."""
+        if self.plan.deletes_only:
+            assert self.plan.table.rows is not None
+            return Counts(0, self.plan.table.rows - written.rows, 0)
+        return Counts(*written.observed[metric][: len(COUNTED)])
 
     async def explain(self, exc: TempTableQueryFailed) -> None:
         """Raise the statement's own error when Spark cannot analyse its query, which failed
@@ -197,7 +206,7 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
 
             # The view check runs beside the write: the write cannot pass the swap without it.
             ours = asyncio.ensure_future(self._tables.view_is_table(upstream, table))
-            attempt = _Attempt(upstream, relation, failed, ours)
+            attempt = _Attempt(upstream, relation, failed, ours, plan)
 
             async def check(written: Written) -> None:
                 if not await ours:
@@ -225,6 +234,8 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
                         "source row"
                     )
 
+            if plan.deletes_only:
+                return Rewrite(relation, check=check)
             return Rewrite(relation, metric, plan.counting(), check=check)
 
         try:
@@ -237,7 +248,8 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
             if attempt is not None:
                 attempt.view_check.cancel()
                 await asyncio.gather(attempt.view_check, return_exceptions=True)
-        counts = Counts(*written.observed[metric][: len(COUNTED)])
+        assert attempt is not None, "a rewrite that succeeded asked for its rows"
+        counts = attempt.counts(written, metric)
         if isinstance(request, MergeInto):
             row: results.Row = (counts.affected, counts.updated, counts.deleted, counts.inserted)
             return Outcome(results.result_relation(MERGE_COLUMNS, [row]))
