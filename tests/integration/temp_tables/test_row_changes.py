@@ -82,6 +82,21 @@ def test_a_change_answers_its_count_and_leaves_the_rows_duckdb_leaves(
     assert len(table_folders(workspace, spark)) == 1
 
 
+@pytest.mark.parametrize("statement", ["DELETE FROM t WHERE v > 15", "TRUNCATE TABLE t"])
+def test_a_delete_right_after_an_insert_counts_the_rows_it_deleted(
+    spark: SparkSession, duck: duckdb.DuckDBPyConnection, statement: str
+) -> None:
+    """An INSERT leaves the table's rows uncounted; a DELETE then counts what it deletes
+    itself instead of taking the rows before less the rows written."""
+    spark.sql("CREATE TEMPORARY TABLE t (id INT, v INT, s STRING)")
+    spark.sql(f"INSERT INTO t VALUES {ROWS}")
+    (answer,) = spark.sql(statement).collect()
+    (expected,) = duck.sql(statement.replace("TRUNCATE TABLE", "TRUNCATE")).fetchall()
+    assert answer.asDict() == {"num_affected_rows": expected[0]}
+    assert _rows(spark) == _duck_rows(duck)
+    assert _listed_rows(spark) == len(_duck_rows(duck))
+
+
 def test_rows_whose_condition_is_null_stay(spark: SparkSession) -> None:
     spark.sql(f"CREATE TEMPORARY TABLE t AS SELECT * FROM VALUES {ROWS} AS r(id, v, s)")
     spark.sql("DELETE FROM t WHERE v < 30")

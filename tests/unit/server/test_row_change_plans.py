@@ -1,0 +1,79 @@
+"""What a row change asks Spark to count while it rewrites a table."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from connect_plugin.server.requests import (
+    Assignment,
+    ChangeRows,
+    DeleteFrom,
+    Name,
+    TruncateTable,
+    UpdateTable,
+)
+from connect_plugin.server.row_change_plans import Plan
+from connect_plugin.server.temp_table import TempTable
+
+SCHEMA = StructType([StructField("id", IntegerType()), StructField("s", StringType())])
+T = Name(("t",))
+
+
+def _table(rows: int | None) -> TempTable:
+    return TempTable(
+        name="t",
+        location=Path("/workspace/session/table"),
+        format="parquet",
+        schema_json=SCHEMA.json(),
+        partition_columns=(),
+        options={},
+        rows=rows,
+        created=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+    )
+
+
+def _observations(relation: spark_proto.Relation) -> list[spark_proto.CollectMetrics]:
+    found = []
+    node = relation
+    while node.WhichOneof("rel_type") is not None:
+        kind = node.WhichOneof("rel_type")
+        held = getattr(node, kind)
+        if kind == "collect_metrics":
+            found.append(held)
+        if "input" not in held.DESCRIPTOR.fields_by_name:
+            break
+        node = held.input
+    return found
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [DeleteFrom(T, condition="id > 1"), DeleteFrom(T), TruncateTable(T)],
+    ids=["delete where", "delete all", "truncate"],
+)
+def test_a_delete_of_a_counted_table_observes_nothing(request_: ChangeRows) -> None:
+    plan = Plan.of(request_, _table(rows=10))
+    assert plan.deletes_only
+    assert _observations(plan.relation("changes")) == []
+
+
+def test_a_delete_of_a_table_whose_rows_are_not_counted_counts_its_changes() -> None:
+    plan = Plan.of(DeleteFrom(T, condition="id > 1"), _table(rows=None))
+    assert not plan.deletes_only
+    (observed,) = _observations(plan.relation("changes"))
+    assert observed.name == "changes"
+    assert len(observed.metrics) == 3
+
+
+def test_an_update_counts_its_changes_with_count_of_a_case() -> None:
+    update = UpdateTable(T, assignments=(Assignment(Name(("s",)), "'x'"),), condition="id > 1")
+    plan = Plan.of(update, _table(rows=10))
+    assert not plan.deletes_only
+    (observed,) = _observations(plan.relation("changes"))
+    expressions = [m.expression_string.expression for m in observed.metrics]
+    assert all(e.startswith("count(CASE WHEN ") for e in expressions), expressions
