@@ -23,7 +23,7 @@ from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
-from connect_plugin.server.plans import plan_nodes, type_name_of, unpack
+from connect_plugin.server.transport.plans import plan_nodes, type_name_of, unpack
 
 _SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
 

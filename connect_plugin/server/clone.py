@@ -20,7 +20,7 @@ from connect_plugin.errors import ConnectPluginError, TempTableError, WorkspaceE
 from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.release import SessionRelease, to_the_end
 from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.upstream import SessionContext, Upstream
+from connect_plugin.server.transport.upstream import SessionContext, Upstream
 from connect_plugin.server.views import create_view
 from connect_plugin.server.workspace import Workspace
 

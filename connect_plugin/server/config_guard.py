@@ -39,7 +39,7 @@ from sqlglot import Dialect, Token, TokenError, TokenType
 
 from connect_plugin.errors import PlanError, SettingProtected
 from connect_plugin.scanning.spark.spark_source import SHORT_NAME
-from connect_plugin.server.plans import plan_nodes
+from connect_plugin.server.transport.plans import plan_nodes
 
 PROTECTED_KEYS: dict[str, str] = {
     "spark.sql.sources.commitProtocolClass": "writing temporary tables",

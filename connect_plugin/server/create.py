@@ -36,13 +36,13 @@ from connect_plugin.server import results
 from connect_plugin.server.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.quotas import Quotas
 from connect_plugin.server.release import to_the_end
-from connect_plugin.server.requests import CreateTempTable, Name
 from connect_plugin.server.sessions import Session, SessionRegistry
 from connect_plugin.server.table_formats import layout
 from connect_plugin.server.table_input import check_shape, shaped_input
 from connect_plugin.server.table_names import check_table_name
 from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.upstream import SessionContext, Upstream, UpstreamSession
+from connect_plugin.server.transport.requests import CreateTempTable, Name
+from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 from connect_plugin.server.value_checks import checked, rules
 from connect_plugin.server.views import create_view, drop_view, temp_view_names
 from connect_plugin.server.workspace import Workspace

@@ -23,10 +23,10 @@ from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
 from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
-from connect_plugin.server.plans import Extension, extensions, replace_node, unpack
-from connect_plugin.server.requests import Request
 from connect_plugin.server.statements import INLINE_CHARS, SqlText, first_keyword, recognise
 from connect_plugin.server.table_names import SESSION_QUALIFIED
+from connect_plugin.server.transport.plans import Extension, extensions, replace_node, unpack
+from connect_plugin.server.transport.requests import Request
 
 MAX_PLUGIN_NESTING = 32
 """Plugin relations inside plugin relations' inputs, at most (each level is decoded apart)."""

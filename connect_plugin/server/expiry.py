@@ -36,7 +36,7 @@ from connect_plugin.server.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.session_store import now
 from connect_plugin.server.sessions import Lifecycle, Session, SessionKey, SessionRegistry
-from connect_plugin.server.upstream import Upstream, upstream_failure
+from connect_plugin.server.transport.upstream import Upstream, upstream_failure
 from connect_plugin.server.views import uncache
 
 log = logging.getLogger(__name__)

@@ -26,13 +26,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.audit import AuditLog
-from connect_plugin.server.auth import TokenAuthenticator
-from connect_plugin.server.channels import server_options, upstream_channel
 from connect_plugin.server.clone import Cloner
 from connect_plugin.server.config_guard import screen_substitutions
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.expiry import SessionWatch
-from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, Refusal, plan_methods
 from connect_plugin.server.guards import (
     AlterViewHandler,
     CreatePersistentViewHandler,
@@ -66,8 +63,16 @@ from connect_plugin.server.table_handlers import (
     ReadTempTableHandler,
 )
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import Upstream
-from connect_plugin.server.upstream_token import UpstreamToken
+from connect_plugin.server.transport.auth import TokenAuthenticator
+from connect_plugin.server.transport.channels import server_options, upstream_channel
+from connect_plugin.server.transport.forwarding import (
+    SERVICE_NAME,
+    Forwarder,
+    Refusal,
+    plan_methods,
+)
+from connect_plugin.server.transport.upstream import Upstream
+from connect_plugin.server.transport.upstream_token import UpstreamToken
 from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 
 if TYPE_CHECKING:

@@ -22,8 +22,11 @@ from connect_plugin.server.inserts import (
     table_rows,
     table_rules,
 )
-from connect_plugin.server.plans import deep_messages
-from connect_plugin.server.requests import (
+from connect_plugin.server.statements import Cursor
+from connect_plugin.server.tables import Tables
+from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.transport.plans import deep_messages
+from connect_plugin.server.transport.requests import (
     AlterView,
     CreatePersistentView,
     CreateTempView,
@@ -31,11 +34,8 @@ from connect_plugin.server.requests import (
     InsertInto,
     Name,
 )
-from connect_plugin.server.spark_sql import literal
-from connect_plugin.server.statements import Cursor
-from connect_plugin.server.tables import Tables
-from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.upstream import Upstream, UpstreamSession
+from connect_plugin.server.transport.spark_sql import literal
+from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
 from connect_plugin.server.value_checks import NOT_NULL
 from connect_plugin.server.views import files_relation
 

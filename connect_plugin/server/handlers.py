@@ -26,9 +26,9 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import NotSupportedYet
 from connect_plugin.server.cached_scans import CachedScans
-from connect_plugin.server.requests import Request
 from connect_plugin.server.statements import Cursor, Rule
-from connect_plugin.server.upstream import SessionContext
+from connect_plugin.server.transport.requests import Request
+from connect_plugin.server.transport.upstream import SessionContext
 from connect_plugin.server.writes import ProgressSink
 
 R = TypeVar("R", bound=Request)

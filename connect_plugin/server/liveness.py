@@ -26,7 +26,7 @@ import enum
 from dataclasses import dataclass
 
 from connect_plugin.errors import ConnectPluginError, UpstreamFailed
-from connect_plugin.server.upstream import UpstreamSession
+from connect_plugin.server.transport.upstream import UpstreamSession
 
 GONE_ERROR_CLASSES = frozenset(
     (

@@ -51,7 +51,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from connect_plugin.errors import ConfigError, QuotaExceeded
 from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.upstream import upstream_failure
+from connect_plugin.server.transport.upstream import upstream_failure
 
 if TYPE_CHECKING:
     from connect_plugin.server.expiry import WatchFigures

@@ -43,7 +43,7 @@ from connect_plugin.errors import ConnectPluginError
 
 if TYPE_CHECKING:
     from connect_plugin.server.sessions import Session, SessionRegistry
-    from connect_plugin.server.upstream import UpstreamSession
+    from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)
 

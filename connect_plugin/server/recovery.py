@@ -36,7 +36,7 @@ from connect_plugin.server.liveness import Liveness, probe
 from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.session_store import StoredTable, TableState
 from connect_plugin.server.sessions import Lifecycle, Session, SessionRegistry
-from connect_plugin.server.upstream import Upstream, UpstreamSession
+from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
 from connect_plugin.server.views import create_view, drop_view
 from connect_plugin.server.workspace import Workspace
 from connect_plugin.server.writes import remove_for_good, stop_write

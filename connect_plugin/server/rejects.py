@@ -31,10 +31,10 @@ from connect_plugin.errors import TempTableExists, TempTableQueryFailed, Upstrea
 from connect_plugin.scanning.reading.rejects import REJECTS_SCHEMA, rows_written_since, snapshot
 from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.server.create import TableCreator
-from connect_plugin.server.requests import CreateTempTable, Name
-from connect_plugin.server.spark_sql import quote_identifier
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import SessionContext, Upstream
+from connect_plugin.server.transport.requests import CreateTempTable, Name
+from connect_plugin.server.transport.spark_sql import quote_identifier
+from connect_plugin.server.transport.upstream import SessionContext, Upstream
 from connect_plugin.server.views import temp_view_names
 
 REJECTED = "reject"

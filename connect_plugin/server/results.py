@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.server.spark_sql import literal, quote_identifier
+from connect_plugin.server.transport.spark_sql import literal, quote_identifier
 
 CREATED_COLUMNS = (("table", "STRING"), ("rows_written", "BIGINT"))
 STATUS_COLUMNS = (("ok", "BOOLEAN"), ("summary", "STRING"))

@@ -17,8 +17,9 @@ from pyspark.sql.connect.types import pyspark_types_to_proto_types
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StructField, StructType
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.plans import deep_messages
-from connect_plugin.server.requests import (
+from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.transport.plans import deep_messages
+from connect_plugin.server.transport.requests import (
     ChangeRows,
     DeleteFrom,
     MergeClause,
@@ -26,8 +27,7 @@ from connect_plugin.server.requests import (
     Name,
     UpdateTable,
 )
-from connect_plugin.server.spark_sql import quote_identifier
-from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.transport.spark_sql import quote_identifier
 
 CLAUSE = "__connect_plugin_clause"
 TARGET_ROW = "__connect_plugin_target_row"

@@ -47,16 +47,6 @@ from connect_plugin.errors import (
 from connect_plugin.server import results
 from connect_plugin.server.create import Rewrite, TableCreator
 from connect_plugin.server.handlers import FORWARD, Call, Handler, Outcome
-from connect_plugin.server.requests import (
-    Assignment,
-    ChangeRows,
-    DeleteFrom,
-    MergeClause,
-    MergeInto,
-    Name,
-    TruncateTable,
-    UpdateTable,
-)
 from connect_plugin.server.row_change_plans import (
     COUNTED,
     DELETE,
@@ -68,11 +58,21 @@ from connect_plugin.server.row_change_plans import (
     UPDATE,
     Plan,
 )
-from connect_plugin.server.spark_sql import quote_identifier
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.upstream import UpstreamSession
+from connect_plugin.server.transport.requests import (
+    Assignment,
+    ChangeRows,
+    DeleteFrom,
+    MergeClause,
+    MergeInto,
+    Name,
+    TruncateTable,
+    UpdateTable,
+)
+from connect_plugin.server.transport.spark_sql import quote_identifier
+from connect_plugin.server.transport.upstream import UpstreamSession
 from connect_plugin.server.writes import Written
 
 _ACTIONS = {

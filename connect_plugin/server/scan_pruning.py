@@ -46,7 +46,7 @@ from connect_plugin.scanning.request.predicates import (
     none_of,
 )
 from connect_plugin.server.cached_scans import CachedScans, is_cached
-from connect_plugin.server.plans import plan_nodes, type_name_of, unpack
+from connect_plugin.server.transport.plans import plan_nodes, type_name_of, unpack
 
 MAX_CONDITION_CHARS = 4096
 """SQL expression text read for pruning per request, at most: a request's conditions are

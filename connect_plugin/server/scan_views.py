@@ -25,12 +25,12 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.errors import InvalidScanSpec, TempTableError
 from connect_plugin.scanning.request.options import Evolution, ScanOptions
 from connect_plugin.server.handlers import Call, Handler, Outcome
-from connect_plugin.server.requests import CreateScanView, Name
 from connect_plugin.server.scans import Scans
-from connect_plugin.server.spark_sql import quote_identifier
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.transport.requests import CreateScanView, Name
+from connect_plugin.server.transport.spark_sql import quote_identifier
+from connect_plugin.server.transport.upstream import Upstream
 
 PROVIDER = "scan"
 """The ``USING`` name of the scan; any other provider's view is Spark's own."""

@@ -12,15 +12,15 @@ from connect_plugin.errors import TempTableError
 from connect_plugin.server import results
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.handlers import FORWARD, Call, Handler, Outcome
-from connect_plugin.server.requests import (
+from connect_plugin.server.statements import Cursor
+from connect_plugin.server.tables import Tables
+from connect_plugin.server.transport.requests import (
     CreateTempTable,
     DropTempTable,
     ListTempTables,
     Name,
     ReadTempTable,
 )
-from connect_plugin.server.statements import Cursor
-from connect_plugin.server.tables import Tables
 
 
 class CreateTempTableHandler(Handler[CreateTempTable]):

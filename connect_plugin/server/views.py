@@ -18,9 +18,9 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
-from connect_plugin.server.spark_sql import quote_identifier
 from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.upstream import UpstreamSession
+from connect_plugin.server.transport.spark_sql import quote_identifier
+from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)
 

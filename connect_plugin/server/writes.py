@@ -24,11 +24,11 @@ from connect_plugin.errors import (
     UpstreamFailed,
 )
 from connect_plugin.server.liveness import Liveness, liveness_of
-from connect_plugin.server.plans import deep_messages
 from connect_plugin.server.sessions import Session
-from connect_plugin.server.spark_sql import literal
 from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.upstream import UpstreamSession
+from connect_plugin.server.transport.plans import deep_messages
+from connect_plugin.server.transport.spark_sql import literal
+from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)
 

@@ -194,7 +194,7 @@ def _error_table() -> dict[str, tuple[str, str, str]]:
 
 
 def test_the_docs_list_every_error_class_the_gateway_emits() -> None:
-    from connect_plugin.server.status import emitted
+    from connect_plugin.server.transport.status import emitted
 
     in_code = {
         e.error_class: (e.exception.rsplit(".", 1)[-1], e.sql_state, e.code.name)

@@ -15,7 +15,6 @@ from connect_plugin.server.guards import (
     DropViewHandler,
     InsertIntoHandler,
 )
-from connect_plugin.server.requests import CreateTempTable, Request
 from connect_plugin.server.statements import SqlText, first_keyword, recognise
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
@@ -23,6 +22,7 @@ from connect_plugin.server.table_handlers import (
     ListTempTablesHandler,
 )
 from connect_plugin.server.table_names import check_table_name
+from connect_plugin.server.transport.requests import CreateTempTable, Request
 from tests.unit.fuzz.harness import Fuzzer, check
 
 FULLWIDTH_CREATE = "".join(chr(ord(letter) + 0xFEE0) for letter in "CREATE")

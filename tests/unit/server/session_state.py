@@ -18,7 +18,7 @@ from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.session_store import SqliteSessionStore, StoredSession, TableState
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.transport.upstream import Upstream
 from connect_plugin.server.workspace import REGISTRY_FILE, Workspace
 
 RECOVERY_TIMEOUT_S = 2.0

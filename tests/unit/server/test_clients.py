@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.connect.proto import base_pb2
 
-from connect_plugin.server.clients import is_scala_client
+from connect_plugin.server.transport.clients import is_scala_client
 
 SCALA = "_SPARK_CONNECT_SCALA spark/4.3.0 scala/2.13.18 jvm/17.0.15 os/linux"
 PYTHON = "_SPARK_CONNECT_PYTHON spark/4.3.0 os/linux python/3.11.2"

@@ -12,7 +12,11 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
 from connect_plugin.server.liveness import Liveness, Probe, liveness_of, probe
-from connect_plugin.server.upstream import SessionContext, UpstreamSession, upstream_failure
+from connect_plugin.server.transport.upstream import (
+    SessionContext,
+    UpstreamSession,
+    upstream_failure,
+)
 from tests.unit.server.fake_upstream import FakeSpark, run_against_fake
 from tests.unit.server.spark_errors import load
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.connect.proto import base_pb2
 
-from connect_plugin.server.observed_metrics import (
+from connect_plugin.server.transport.observed_metrics import (
     PYTHON_ACCUMULATOR_METRICS,
     without_python_accumulators,
 )

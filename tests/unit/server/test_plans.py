@@ -18,8 +18,6 @@ from connect_plugin.server.create import TableCreator
 from connect_plugin.server.dispatch import MAX_PLUGIN_NESTING, Dispatcher
 from connect_plugin.server.gateway import plugin_handlers
 from connect_plugin.server.handlers import HandlerRegistry
-from connect_plugin.server.plans import MAX_PLAN_DEPTH, decode, extensions, nesting_depth
-from connect_plugin.server.requests import CreateTempTable, ListTempTables, Name, ReadTempTable
 from connect_plugin.server.session_store import SqliteSessionStore
 from connect_plugin.server.sessions import SessionRegistry
 from connect_plugin.server.table_handlers import (
@@ -29,7 +27,14 @@ from connect_plugin.server.table_handlers import (
     ReadTempTableHandler,
 )
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import Upstream
+from connect_plugin.server.transport.plans import MAX_PLAN_DEPTH, decode, extensions, nesting_depth
+from connect_plugin.server.transport.requests import (
+    CreateTempTable,
+    ListTempTables,
+    Name,
+    ReadTempTable,
+)
+from connect_plugin.server.transport.upstream import Upstream
 from connect_plugin.server.workspace import Workspace
 from tests.unit.server.wire import nested_projections
 

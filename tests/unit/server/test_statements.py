@@ -14,7 +14,13 @@ from connect_plugin.server.guards import (
     DropViewHandler,
     InsertIntoHandler,
 )
-from connect_plugin.server.requests import (
+from connect_plugin.server.statements import MAX_TOKENIZED_CHARS, SqlText, first_keyword, recognise
+from connect_plugin.server.table_handlers import (
+    CreateTempTableHandler,
+    DropTempTableHandler,
+    ListTempTablesHandler,
+)
+from connect_plugin.server.transport.requests import (
     AlterView,
     CreatePersistentView,
     CreateTempTable,
@@ -25,12 +31,6 @@ from connect_plugin.server.requests import (
     ListTempTables,
     Name,
     Request,
-)
-from connect_plugin.server.statements import MAX_TOKENIZED_CHARS, SqlText, first_keyword, recognise
-from connect_plugin.server.table_handlers import (
-    CreateTempTableHandler,
-    DropTempTableHandler,
-    ListTempTablesHandler,
 )
 
 RULES = [

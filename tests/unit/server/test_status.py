@@ -22,7 +22,7 @@ from pyspark.errors.exceptions.connect import convert_exception
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin import errors
-from connect_plugin.server.status import (
+from connect_plugin.server.transport.status import (
     MESSAGE_ONLY_CLASS,
     STATUS_DETAILS_KEY,
     STATUS_MESSAGE_LIMIT,

@@ -9,7 +9,7 @@ import pytest
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.upstream_token import UpstreamToken, read_upstream_token
+from connect_plugin.server.transport.upstream_token import UpstreamToken, read_upstream_token
 
 TOKEN = "spark-token-0123456789abcdef"
 

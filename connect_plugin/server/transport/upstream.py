@@ -20,8 +20,8 @@ from grpc_status import rpc_status
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
-from connect_plugin.server.plans import deep_messages
-from connect_plugin.server.status import upstream_status
+from connect_plugin.server.transport.plans import deep_messages
+from connect_plugin.server.transport.status import upstream_status
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"

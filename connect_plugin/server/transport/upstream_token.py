@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.auth import AUTHORIZATION, read_private_text
+from connect_plugin.server.transport.auth import AUTHORIZATION, read_private_text
 
 log = logging.getLogger(__name__)
 

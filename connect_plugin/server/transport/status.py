@@ -49,7 +49,7 @@ from grpc_status import rpc_status
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin import errors
-from connect_plugin.server.clients import is_scala_client
+from connect_plugin.server.transport.clients import is_scala_client
 
 ERROR_DOMAIN = "connect-plugin"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"

@@ -28,13 +28,16 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError, PlanError
-from connect_plugin.server.clients import is_scala_client
-from connect_plugin.server.observed_metrics import RESULT_METHODS, without_python_accumulators
-from connect_plugin.server.plans import decode as decode_request
-from connect_plugin.server.status import abort_with, relay
+from connect_plugin.server.transport.clients import is_scala_client
+from connect_plugin.server.transport.observed_metrics import (
+    RESULT_METHODS,
+    without_python_accumulators,
+)
+from connect_plugin.server.transport.plans import decode as decode_request
+from connect_plugin.server.transport.status import abort_with, relay
 
 if TYPE_CHECKING:
-    from connect_plugin.server.metrics import GatewayMetrics
+    from prometheus_client import Gauge
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,24 @@ class CallObserver(Protocol[Token]):
     def responded(self, token: Token, server_side_session_id: str) -> None: ...
 
     def failed(self, token: Token, error: grpc.aio.AioRpcError) -> None: ...
+
+
+class CallMetrics(Protocol):
+    """What the forwarder counts of each call: the gateway's Prometheus metrics
+    (``GatewayMetrics``), handed in from above. Those metrics read the session registry,
+    which stands on this transport, so the forwarder names only what it calls of them.
+    """
+
+    @property
+    def active_streams(self) -> Gauge: ...
+
+    def finished(self, method: str, code: str, seconds: float) -> None: ...
+
+    def sent_upstream(self, request: object) -> None: ...
+
+    def sent_to_client(self, response: bytes) -> None: ...
+
+    def upstream_failed(self, error: grpc.aio.AioRpcError) -> None: ...
 
 
 @dataclass
@@ -165,7 +186,7 @@ class Forwarder:
         observer: CallObserver[Any] | None = None,
         admit: Admission | None = None,
         authenticate: Authentication | None = None,
-        metrics: GatewayMetrics | None = None,
+        metrics: CallMetrics | None = None,
         refusal: Refusal | None = None,
         screen: Callable[[bytes], None] | None = None,
     ):
