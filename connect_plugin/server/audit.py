@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from google.protobuf.message import Message
 
-from connect_plugin.server.private_files import open_private
+from connect_plugin.server.sessions.private_files import open_private
 from connect_plugin.server.transport.status import error_class_of
 
 STDERR = "stderr"

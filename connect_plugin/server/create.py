@@ -33,26 +33,26 @@ from connect_plugin.errors import (
     WorkspaceError,
 )
 from connect_plugin.server import results
-from connect_plugin.server.liveness import Liveness, liveness_of, probe
-from connect_plugin.server.quotas import Quotas
-from connect_plugin.server.release import to_the_end
-from connect_plugin.server.sessions import Session, SessionRegistry
-from connect_plugin.server.table_formats import layout
-from connect_plugin.server.table_input import check_shape, shaped_input
-from connect_plugin.server.table_names import check_table_name
-from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.transport.requests import CreateTempTable, Name
-from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
-from connect_plugin.server.value_checks import checked, rules
-from connect_plugin.server.views import create_view, drop_view, temp_view_names
-from connect_plugin.server.workspace import Workspace
-from connect_plugin.server.writes import (
+from connect_plugin.server.sessions.liveness import Liveness, liveness_of, probe
+from connect_plugin.server.sessions.quotas import Quotas
+from connect_plugin.server.sessions.registry import Session, SessionRegistry
+from connect_plugin.server.sessions.release import to_the_end
+from connect_plugin.server.sessions.table_names import check_table_name
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.views import create_view, drop_view, temp_view_names
+from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.sessions.writes import (
     ProgressSink,
     Written,
     remove_for_good,
     stop_write,
     write_files,
 )
+from connect_plugin.server.table_formats import layout
+from connect_plugin.server.table_input import check_shape, shaped_input
+from connect_plugin.server.transport.requests import CreateTempTable, Name
+from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
+from connect_plugin.server.value_checks import checked, rules
 
 log = logging.getLogger(__name__)
 

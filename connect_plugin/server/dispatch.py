@@ -23,8 +23,8 @@ from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
 from connect_plugin.server.cached_scans import CachedScans
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.sessions.table_names import SESSION_QUALIFIED
 from connect_plugin.server.statements import INLINE_CHARS, SqlText, first_keyword, recognise
-from connect_plugin.server.table_names import SESSION_QUALIFIED
 from connect_plugin.server.transport.plans import Extension, extensions, replace_node, unpack
 from connect_plugin.server.transport.requests import Request
 

@@ -26,10 +26,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.audit import AuditLog
-from connect_plugin.server.clone import Cloner
 from connect_plugin.server.config_guard import screen_substitutions
 from connect_plugin.server.create import TableCreator
-from connect_plugin.server.expiry import SessionWatch
 from connect_plugin.server.guards import (
     AlterViewHandler,
     CreatePersistentViewHandler,
@@ -39,12 +37,8 @@ from connect_plugin.server.guards import (
 )
 from connect_plugin.server.handlers import HandlerRegistry, SqlOrder
 from connect_plugin.server.intercept import PluginHandlers
-from connect_plugin.server.python_workers import stop_ended
 from connect_plugin.server.qualifier_database import warn_at_start
-from connect_plugin.server.quotas import Quotas
-from connect_plugin.server.recovery import Recovery
 from connect_plugin.server.rejects import RejectsTables
-from connect_plugin.server.release import SessionRelease
 from connect_plugin.server.row_changes import (
     DeleteHandler,
     MergeHandler,
@@ -54,8 +48,15 @@ from connect_plugin.server.row_changes import (
 from connect_plugin.server.scan_rows import ScanRows
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.scans import ScanHandler, Scans
-from connect_plugin.server.session_store import SqliteSessionStore
-from connect_plugin.server.sessions import SessionRegistry, admit_request
+from connect_plugin.server.sessions.clone import Cloner
+from connect_plugin.server.sessions.expiry import SessionWatch
+from connect_plugin.server.sessions.python_workers import stop_ended
+from connect_plugin.server.sessions.quotas import Quotas
+from connect_plugin.server.sessions.recovery import Recovery
+from connect_plugin.server.sessions.registry import SessionRegistry, admit_request
+from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.store import SqliteSessionStore
+from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
@@ -73,7 +74,6 @@ from connect_plugin.server.transport.forwarding import (
 )
 from connect_plugin.server.transport.upstream import Upstream
 from connect_plugin.server.transport.upstream_token import UpstreamToken
-from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 
 if TYPE_CHECKING:
     from connect_plugin.server.metrics import GatewayMetrics

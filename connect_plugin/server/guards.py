@@ -22,9 +22,10 @@ from connect_plugin.server.inserts import (
     table_rows,
     table_rules,
 )
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.views import files_relation
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.temp_table import TempTable
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import (
     AlterView,
@@ -37,7 +38,6 @@ from connect_plugin.server.transport.requests import (
 from connect_plugin.server.transport.spark_sql import literal
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
 from connect_plugin.server.value_checks import NOT_NULL
-from connect_plugin.server.views import files_relation
 
 CREATE = frozenset(("CREATE",))
 

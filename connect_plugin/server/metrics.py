@@ -50,12 +50,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from connect_plugin.errors import ConfigError, QuotaExceeded
-from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.transport.upstream import upstream_failure
 
 if TYPE_CHECKING:
-    from connect_plugin.server.expiry import WatchFigures
-    from connect_plugin.server.recovery import Recovery
+    from connect_plugin.server.sessions.expiry import WatchFigures
+    from connect_plugin.server.sessions.recovery import Recovery
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pyspark.sql.connect.types import pyspark_types_to_proto_types
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StructField, StructType
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import (
     ChangeRows,

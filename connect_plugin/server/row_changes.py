@@ -58,9 +58,10 @@ from connect_plugin.server.row_change_plans import (
     UPDATE,
     Plan,
 )
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.writes import Written
 from connect_plugin.server.statements import Cursor
 from connect_plugin.server.tables import Tables
-from connect_plugin.server.temp_table import TempTable
 from connect_plugin.server.transport.requests import (
     Assignment,
     ChangeRows,
@@ -73,7 +74,6 @@ from connect_plugin.server.transport.requests import (
 )
 from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import UpstreamSession
-from connect_plugin.server.writes import Written
 
 _ACTIONS = {
     MATCHED: (UPDATE, DELETE),

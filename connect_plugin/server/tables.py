@@ -30,16 +30,20 @@ from connect_plugin.errors import (
     UpstreamFailed,
 )
 from connect_plugin.server import results
-from connect_plugin.server.release import to_the_end
-from connect_plugin.server.sessions import Session, SessionRegistry
-from connect_plugin.server.table_names import RETIRED_QUALIFIER, SESSION_QUALIFIERS, retired
-from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.sessions.registry import Session, SessionRegistry
+from connect_plugin.server.sessions.release import to_the_end
+from connect_plugin.server.sessions.table_names import (
+    RETIRED_QUALIFIER,
+    SESSION_QUALIFIERS,
+    retired,
+)
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.views import drop_view, files_relation, temp_view_names
+from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import Name
 from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
-from connect_plugin.server.views import drop_view, files_relation, temp_view_names
-from connect_plugin.server.workspace import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,9 @@ from connect_plugin.server.dispatch import Dispatcher, SqlSite
 from connect_plugin.server.gateway import plugin_handlers
 from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.scan_counts import push_row_counts
-from connect_plugin.server.session_store import SqliteSessionStore
-from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.store import SqliteSessionStore
+from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.statements import first_keyword, recognise
 from connect_plugin.server.transport.plans import (
     MAX_PLAN_DEPTH,
@@ -29,7 +30,6 @@ from connect_plugin.server.transport.plans import (
     walk_relations,
 )
 from connect_plugin.server.transport.upstream import Upstream
-from connect_plugin.server.workspace import Workspace
 from tests.unit.fuzz.harness import INPUT_CPU_SECONDS, Fuzzer, InputTooSlow, check
 from tests.unit.fuzz.request_inputs import SEEDS, SESSION, request_bytes
 

@@ -15,13 +15,13 @@ from connect_plugin.server.guards import (
     DropViewHandler,
     InsertIntoHandler,
 )
+from connect_plugin.server.sessions.table_names import check_table_name
 from connect_plugin.server.statements import SqlText, first_keyword, recognise
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,
 )
-from connect_plugin.server.table_names import check_table_name
 from connect_plugin.server.transport.requests import CreateTempTable, Request
 from tests.unit.fuzz.harness import Fuzzer, check
 

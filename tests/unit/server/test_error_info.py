@@ -22,7 +22,7 @@ from pyspark.errors.exceptions.connect import SparkException, convert_exception
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin import errors
-from connect_plugin.server.sessions import admit_request, spark_refuses
+from connect_plugin.server.sessions.registry import admit_request, spark_refuses
 from connect_plugin.server.statements import Cursor, SqlText
 from connect_plugin.server.transport import status as status_module
 from connect_plugin.server.transport.status import (

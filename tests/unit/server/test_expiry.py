@@ -15,9 +15,9 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.expiry import spark_duration_s
-from connect_plugin.server.session_store import now
-from connect_plugin.server.sessions import Lifecycle
+from connect_plugin.server.sessions.expiry import spark_duration_s
+from connect_plugin.server.sessions.registry import Lifecycle
+from connect_plugin.server.sessions.store import now
 from tests.unit.server.fake_upstream import FakeUpstream
 from tests.unit.server.session_state import config, session_state, stage_table
 from tests.unit.server.spark_errors import rpc_error

@@ -18,8 +18,9 @@ from connect_plugin.server.create import TableCreator
 from connect_plugin.server.dispatch import MAX_PLUGIN_NESTING, Dispatcher
 from connect_plugin.server.gateway import plugin_handlers
 from connect_plugin.server.handlers import HandlerRegistry
-from connect_plugin.server.session_store import SqliteSessionStore
-from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.store import SqliteSessionStore
+from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
@@ -35,7 +36,6 @@ from connect_plugin.server.transport.requests import (
     ReadTempTable,
 )
 from connect_plugin.server.transport.upstream import Upstream
-from connect_plugin.server.workspace import Workspace
 from tests.unit.server.wire import nested_projections
 
 SESSION = "3d4a2c9e-1b7f-4c55-8a0e-5f6b7c8d9e0f"

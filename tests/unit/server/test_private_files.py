@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.errors import RegistryError, RegistryInUse, WorkspaceError, WorkspaceInUse
-from connect_plugin.server.private_files import FileLock, open_private, secure_sqlite
-from connect_plugin.server.session_store import SqliteSessionStore
-from connect_plugin.server.workspace import LOCK_FILE, PRIVATE_DIR, Workspace
+from connect_plugin.server.sessions.private_files import FileLock, open_private, secure_sqlite
+from connect_plugin.server.sessions.store import SqliteSessionStore
+from connect_plugin.server.sessions.workspace import LOCK_FILE, PRIVATE_DIR, Workspace
 
 
 def _mode(path: Path) -> int:

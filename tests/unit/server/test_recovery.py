@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.errors import WorkspaceInUse
-from connect_plugin.server import recovery as recovery_module
-from connect_plugin.server.session_store import SqliteSessionStore, TableState
-from connect_plugin.server.sessions import Lifecycle
-from connect_plugin.server.workspace import PRIVATE_DIR, REGISTRY_FILE, Workspace
+from connect_plugin.server.sessions import recovery as recovery_module
+from connect_plugin.server.sessions.registry import Lifecycle
+from connect_plugin.server.sessions.store import SqliteSessionStore, TableState
+from connect_plugin.server.sessions.workspace import PRIVATE_DIR, REGISTRY_FILE, Workspace
 from tests.unit.server.fake_upstream import FakeUpstream, Operation
 from tests.unit.server.session_state import config, session_state, stage_table
 

@@ -13,15 +13,20 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.errors import RegistryError, WorkspaceInUse
-from connect_plugin.server.session_store import (
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.store import (
     SCHEMA_VERSION,
     SqliteSessionStore,
     StoredSession,
     TableState,
 )
-from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.workspace import LOCK_FILE, PRIVATE_DIR, REGISTRY_FILE, Workspace
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.workspace import (
+    LOCK_FILE,
+    PRIVATE_DIR,
+    REGISTRY_FILE,
+    Workspace,
+)
 
 USER = "alice"
 
@@ -275,9 +280,9 @@ def test_every_step_is_on_disk_before_the_next_begins(tmp_path: Path) -> None:
 _CRASHER = """
 import sys, uuid, datetime, os
 from pathlib import Path
-from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.session_store import SqliteSessionStore
-from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.store import SqliteSessionStore
+from connect_plugin.server.sessions.temp_table import TempTable
 store = SqliteSessionStore(Path(sys.argv[1]))
 registry = SessionRegistry(store)
 sid = str(uuid.uuid4())
@@ -322,7 +327,7 @@ def test_the_lock_dies_with_its_process(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from connect_plugin.server.workspace import Workspace; "
+            "import sys, time; from connect_plugin.server.sessions.workspace import Workspace; "
             "Workspace(sys.argv[1]).lock(); print('locked', flush=True); time.sleep(60)",
             str(tmp_path),
         ],

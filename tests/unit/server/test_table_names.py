@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.table_names import check_table_name
+from connect_plugin.server.sessions.table_names import check_table_name
 from connect_plugin.server.transport.requests import Name
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.errors import WorkspaceError
-from connect_plugin.server.workspace import Workspace
+from connect_plugin.server.sessions.workspace import Workspace
 from tests.integration.support import assert_private
 
 

@@ -8,10 +8,10 @@ import uuid
 import grpc
 import pytest
 
-from connect_plugin.server import writes
-from connect_plugin.server.release import to_the_end
+from connect_plugin.server.sessions import writes
+from connect_plugin.server.sessions.release import to_the_end
+from connect_plugin.server.sessions.writes import stop_write
 from connect_plugin.server.transport.upstream import SessionContext, UpstreamSession
-from connect_plugin.server.writes import stop_write
 from tests.unit.server.fake_upstream import FakeSpark, Operation, run_against_fake
 
 USER = "cy"

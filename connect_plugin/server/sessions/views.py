@@ -18,7 +18,7 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
-from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import UpstreamSession
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from connect_plugin.errors import ConnectPluginError
 
 if TYPE_CHECKING:
-    from connect_plugin.server.sessions import Session, SessionRegistry
+    from connect_plugin.server.sessions.registry import Session, SessionRegistry
     from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 
 from connect_plugin.errors import InvalidSessionId
-from connect_plugin.server.session_store import (
+from connect_plugin.server.sessions.store import (
     SessionStore,
     Snapshot,
     StoredSession,
@@ -54,7 +54,7 @@ from connect_plugin.server.session_store import (
     TableState,
     now,
 )
-from connect_plugin.server.temp_table import TempTable
+from connect_plugin.server.sessions.temp_table import TempTable
 
 log = logging.getLogger(__name__)
 

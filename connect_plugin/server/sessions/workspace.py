@@ -23,7 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from connect_plugin.errors import RegistryInUse, WorkspaceError, WorkspaceInUse
-from connect_plugin.server.private_files import FILE_MODE, FOLDER_MODE, FileLock, private_folder
+from connect_plugin.server.sessions.private_files import (
+    FILE_MODE,
+    FOLDER_MODE,
+    FileLock,
+    private_folder,
+)
 
 log = logging.getLogger(__name__)
 

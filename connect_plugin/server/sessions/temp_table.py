@@ -2,7 +2,7 @@
 
 The noun every part of the gateway shares (creating, reading, guarding,
 counting, storing tables), kept apart from the SQLite store that persists
-it (``session_store``), so that using a table never means depending on how
+it (``store``), so that using a table never means depending on how
 it is stored.
 """
 

@@ -16,8 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from connect_plugin.errors import WorkspaceError
-from connect_plugin.server.sessions import Lifecycle, Session, SessionRegistry
-from connect_plugin.server.workspace import Workspace
+from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionRegistry
+from connect_plugin.server.sessions.workspace import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -32,12 +32,12 @@ from google.protobuf.message import Message
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError
-from connect_plugin.server.liveness import Liveness, liveness_of, probe
-from connect_plugin.server.release import SessionRelease
-from connect_plugin.server.session_store import now
-from connect_plugin.server.sessions import Lifecycle, Session, SessionKey, SessionRegistry
+from connect_plugin.server.sessions.liveness import Liveness, liveness_of, probe
+from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionKey, SessionRegistry
+from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.store import now
+from connect_plugin.server.sessions.views import uncache
 from connect_plugin.server.transport.upstream import Upstream, upstream_failure
-from connect_plugin.server.views import uncache
 
 log = logging.getLogger(__name__)
 

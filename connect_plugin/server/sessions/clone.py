@@ -17,12 +17,12 @@ import uuid
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConnectPluginError, TempTableError, WorkspaceError
-from connect_plugin.server.quotas import Quotas
-from connect_plugin.server.release import SessionRelease, to_the_end
-from connect_plugin.server.sessions import SessionRegistry
+from connect_plugin.server.sessions.quotas import Quotas
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.release import SessionRelease, to_the_end
+from connect_plugin.server.sessions.views import create_view
+from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.transport.upstream import SessionContext, Upstream
-from connect_plugin.server.views import create_view
-from connect_plugin.server.workspace import Workspace
 
 log = logging.getLogger(__name__)
 

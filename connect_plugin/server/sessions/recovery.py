@@ -32,14 +32,14 @@ from typing import TypeVar
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError, WorkspaceError
-from connect_plugin.server.liveness import Liveness, probe
-from connect_plugin.server.release import SessionRelease
-from connect_plugin.server.session_store import StoredTable, TableState
-from connect_plugin.server.sessions import Lifecycle, Session, SessionRegistry
+from connect_plugin.server.sessions.liveness import Liveness, probe
+from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionRegistry
+from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.store import StoredTable, TableState
+from connect_plugin.server.sessions.views import create_view, drop_view
+from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.sessions.writes import remove_for_good, stop_write
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
-from connect_plugin.server.views import create_view, drop_view
-from connect_plugin.server.workspace import Workspace
-from connect_plugin.server.writes import remove_for_good, stop_write
 
 log = logging.getLogger(__name__)
 
