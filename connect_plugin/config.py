@@ -97,7 +97,7 @@ class Config:
     """Serve a non-loopback address without ``auth_tokens_file`` (anyone reaching it is anyone)."""
     audit_log: str | None = None
     """``stderr`` or a file (created 0600): one JSON line per statement handled and per
-    refusal (``server.audit``)."""
+    refusal (``server.monitoring.audit``)."""
     metrics_port: int | None = None
     """Serve Prometheus metrics on this port of ``host`` (0: any free port; unset: none)."""
     upstream_token_file: Path | None = None

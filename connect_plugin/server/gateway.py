@@ -25,7 +25,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.audit import AuditLog
 from connect_plugin.server.config_guard import screen_substitutions
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.guards import (
@@ -37,6 +36,7 @@ from connect_plugin.server.guards import (
 )
 from connect_plugin.server.handlers import HandlerRegistry, SqlOrder
 from connect_plugin.server.intercept import PluginHandlers
+from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.qualifier_database import warn_at_start
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.row_changes import (
@@ -76,7 +76,7 @@ from connect_plugin.server.transport.upstream import Upstream
 from connect_plugin.server.transport.upstream_token import UpstreamToken
 
 if TYPE_CHECKING:
-    from connect_plugin.server.metrics import GatewayMetrics
+    from connect_plugin.server.monitoring.metrics import GatewayMetrics
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class Gateway:
         """With ``metrics_port``, the metrics, served on the gateway's own address."""
         if self.config.metrics_port is None:
             return None
-        from connect_plugin.server.metrics import GatewayMetrics
+        from connect_plugin.server.monitoring.metrics import GatewayMetrics
 
         metrics = GatewayMetrics()
         metrics.watch(registry)

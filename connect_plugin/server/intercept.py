@@ -36,12 +36,12 @@ from connect_plugin.errors import (
     UpstreamFailed,
     UpstreamUnavailable,
 )
-from connect_plugin.server.audit import AuditLog, who
 from connect_plugin.server.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.config_guard import ConfigGuard
 from connect_plugin.server.dispatch import Dispatcher, SqlSite, replace_command
 from connect_plugin.server.dispatch import Work as PluginWork
 from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.monitoring.audit import AuditLog, who
 from connect_plugin.server.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner

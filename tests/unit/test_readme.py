@@ -110,7 +110,7 @@ def test_the_prometheus_example_scrapes_the_port_the_compose_files_serve() -> No
 
 
 def test_the_audit_line_has_the_fields_the_gateway_writes(tmp_path: Path) -> None:
-    from connect_plugin.server.audit import AuditLog
+    from connect_plugin.server.monitoring.audit import AuditLog
 
     (block,) = [b for b in BLOCKS if b.lang == "json"]
     shown = json.loads(block.text)

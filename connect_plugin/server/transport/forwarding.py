@@ -78,7 +78,7 @@ class CallObserver(Protocol[Token]):
 
 class CallMetrics(Protocol):
     """What the forwarder counts of each call: the gateway's Prometheus metrics
-    (``GatewayMetrics``), handed in from above. Those metrics read the session registry,
+    (``monitoring.metrics``), handed in from above. Those metrics read the session registry,
     which stands on this transport, so the forwarder names only what it calls of them.
     """
 
