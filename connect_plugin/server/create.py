@@ -32,7 +32,6 @@ from connect_plugin.errors import (
     TempTableNotFound,
     WorkspaceError,
 )
-from connect_plugin.server import results
 from connect_plugin.server.sessions.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
@@ -48,6 +47,7 @@ from connect_plugin.server.sessions.writes import (
     stop_write,
     write_files,
 )
+from connect_plugin.server.statements import results
 from connect_plugin.server.table_formats import layout
 from connect_plugin.server.table_input import check_shape, shaped_input
 from connect_plugin.server.transport.requests import CreateTempTable, Name

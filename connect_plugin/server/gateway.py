@@ -25,7 +25,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.config_guard import screen_substitutions
 from connect_plugin.server.create import TableCreator
 from connect_plugin.server.guards import (
     AlterViewHandler,
@@ -34,7 +33,6 @@ from connect_plugin.server.guards import (
     DropViewHandler,
     InsertIntoHandler,
 )
-from connect_plugin.server.handlers import HandlerRegistry, SqlOrder
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.qualifier_database import warn_at_start
@@ -57,6 +55,8 @@ from connect_plugin.server.sessions.registry import SessionRegistry, admit_reque
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
+from connect_plugin.server.statements.config_guard import screen_substitutions
+from connect_plugin.server.statements.handlers import HandlerRegistry, SqlOrder
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,

@@ -13,9 +13,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import TempTableError
-from connect_plugin.server import results
 from connect_plugin.server.create import Rewrite, TableCreator
-from connect_plugin.server.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.inserts import (
     checked_input,
     run_insert,
@@ -24,7 +22,9 @@ from connect_plugin.server.inserts import (
 )
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import files_relation
-from connect_plugin.server.statements import Cursor
+from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
+from connect_plugin.server.statements.recognition import Cursor
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import (

@@ -36,11 +36,6 @@ from connect_plugin.errors import (
     UpstreamFailed,
     UpstreamUnavailable,
 )
-from connect_plugin.server.cached_scans import clears_cache, track, unrewritten
-from connect_plugin.server.config_guard import ConfigGuard
-from connect_plugin.server.dispatch import Dispatcher, SqlSite, replace_command
-from connect_plugin.server.dispatch import Work as PluginWork
-from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.monitoring.audit import AuditLog, who
 from connect_plugin.server.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.scan_rows import ScanRows, scan_policy
@@ -50,6 +45,11 @@ from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.views import uncache
 from connect_plugin.server.sessions.writes import ProgressSink, stop_writes
+from connect_plugin.server.statements.cached_scans import clears_cache, track, unrewritten
+from connect_plugin.server.statements.config_guard import ConfigGuard
+from connect_plugin.server.statements.dispatch import Dispatcher, SqlSite, replace_command
+from connect_plugin.server.statements.dispatch import Work as PluginWork
+from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.transport.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.transport.requests import Request
 from connect_plugin.server.transport.status import error_class_of, scan_error_details

@@ -44,9 +44,7 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
-from connect_plugin.server import results
 from connect_plugin.server.create import Rewrite, TableCreator
-from connect_plugin.server.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.row_change_plans import (
     COUNTED,
     DELETE,
@@ -60,7 +58,9 @@ from connect_plugin.server.row_change_plans import (
 )
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.writes import Written
-from connect_plugin.server.statements import Cursor
+from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
+from connect_plugin.server.statements.recognition import Cursor
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.transport.requests import (
     Assignment,

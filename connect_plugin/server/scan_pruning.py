@@ -45,7 +45,7 @@ from connect_plugin.scanning.request.predicates import (
     any_of,
     none_of,
 )
-from connect_plugin.server.cached_scans import CachedScans, is_cached
+from connect_plugin.server.statements.cached_scans import CachedScans, is_cached
 from connect_plugin.server.transport.plans import plan_nodes, type_name_of, unpack
 
 MAX_CONDITION_CHARS = 4096

@@ -48,13 +48,13 @@ from connect_plugin.scanning.spark.spark_source import (
     SPEC_OPTION,
     ScanDataSource,
 )
-from connect_plugin.server.cached_scans import CachedScans
-from connect_plugin.server.handlers import Call, Handler, Outcome
 from connect_plugin.server.rejects import RejectsTables
 from connect_plugin.server.scan_counts import push_row_counts
 from connect_plugin.server.scan_pruning import push_file_filters
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.statements.cached_scans import CachedScans
+from connect_plugin.server.statements.handlers import Call, Handler, Outcome
 from connect_plugin.server.tables import Tables
 from connect_plugin.server.transport.requests import Name, ScanFiles
 from connect_plugin.server.transport.spark_sql import quote_identifier

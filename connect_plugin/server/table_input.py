@@ -22,7 +22,7 @@ from pyspark.sql.connect.types import (
 from pyspark.sql.types import StructField, StructType
 
 from connect_plugin.errors import TempTableError, TempTableQueryFailed, UpstreamFailed
-from connect_plugin.server.statements import char_types
+from connect_plugin.server.statements.recognition import char_types
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import CreateTempTable
 from connect_plugin.server.transport.upstream import UpstreamSession

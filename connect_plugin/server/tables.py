@@ -29,7 +29,6 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
-from connect_plugin.server import results
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
 from connect_plugin.server.sessions.release import to_the_end
 from connect_plugin.server.sessions.table_names import (
@@ -40,6 +39,7 @@ from connect_plugin.server.sessions.table_names import (
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import drop_view, files_relation, temp_view_names
 from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.statements import results
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import Name
 from connect_plugin.server.transport.spark_sql import quote_identifier

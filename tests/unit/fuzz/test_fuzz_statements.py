@@ -16,7 +16,7 @@ from connect_plugin.server.guards import (
     InsertIntoHandler,
 )
 from connect_plugin.server.sessions.table_names import check_table_name
-from connect_plugin.server.statements import SqlText, first_keyword, recognise
+from connect_plugin.server.statements.recognition import SqlText, first_keyword, recognise
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,

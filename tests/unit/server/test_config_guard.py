@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import SettingProtected
-from connect_plugin.server.config_guard import ConfigGuard
+from connect_plugin.server.statements.config_guard import ConfigGuard
 
 ROOT = Path("/srv/gateway-workspace")
 COMMITTER = "spark.sql.sources.outputCommitterClass"

@@ -23,7 +23,7 @@ from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin import errors
 from connect_plugin.server.sessions.registry import admit_request, spark_refuses
-from connect_plugin.server.statements import Cursor, SqlText
+from connect_plugin.server.statements.recognition import Cursor, SqlText
 from connect_plugin.server.transport import status as status_module
 from connect_plugin.server.transport.status import (
     MESSAGE_ONLY_CLASS,

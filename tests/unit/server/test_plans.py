@@ -15,12 +15,12 @@ from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
 from connect_plugin.proto import PLUGIN_RELATIONS
 from connect_plugin.server.create import TableCreator
-from connect_plugin.server.dispatch import MAX_PLUGIN_NESTING, Dispatcher
 from connect_plugin.server.gateway import plugin_handlers
-from connect_plugin.server.handlers import HandlerRegistry
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.statements.dispatch import MAX_PLUGIN_NESTING, Dispatcher
+from connect_plugin.server.statements.handlers import HandlerRegistry
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,

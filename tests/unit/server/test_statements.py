@@ -6,7 +6,6 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server import statements
 from connect_plugin.server.guards import (
     AlterViewHandler,
     CreatePersistentViewHandler,
@@ -14,7 +13,13 @@ from connect_plugin.server.guards import (
     DropViewHandler,
     InsertIntoHandler,
 )
-from connect_plugin.server.statements import MAX_TOKENIZED_CHARS, SqlText, first_keyword, recognise
+from connect_plugin.server.statements import recognition as statements
+from connect_plugin.server.statements.recognition import (
+    MAX_TOKENIZED_CHARS,
+    SqlText,
+    first_keyword,
+    recognise,
+)
 from connect_plugin.server.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,

@@ -21,10 +21,15 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
-from connect_plugin.server.cached_scans import CachedScans
-from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.sessions.table_names import SESSION_QUALIFIED
-from connect_plugin.server.statements import INLINE_CHARS, SqlText, first_keyword, recognise
+from connect_plugin.server.statements.cached_scans import CachedScans
+from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.statements.recognition import (
+    INLINE_CHARS,
+    SqlText,
+    first_keyword,
+    recognise,
+)
 from connect_plugin.server.transport.plans import Extension, extensions, replace_node, unpack
 from connect_plugin.server.transport.requests import Request
 
