@@ -25,24 +25,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.create import TableCreator
-from connect_plugin.server.guards import (
-    AlterViewHandler,
-    CreatePersistentViewHandler,
-    CreateTempViewHandler,
-    DropViewHandler,
-    InsertIntoHandler,
-)
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.monitoring.audit import AuditLog
-from connect_plugin.server.qualifier_database import warn_at_start
 from connect_plugin.server.rejects import RejectsTables
-from connect_plugin.server.row_changes import (
-    DeleteHandler,
-    MergeHandler,
-    TruncateHandler,
-    UpdateHandler,
-)
 from connect_plugin.server.scan_rows import ScanRows
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.scans import ScanHandler, Scans
@@ -57,13 +42,28 @@ from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 from connect_plugin.server.statements.config_guard import screen_substitutions
 from connect_plugin.server.statements.handlers import HandlerRegistry, SqlOrder
-from connect_plugin.server.table_handlers import (
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import TableCreator
+from connect_plugin.server.tables.guards import (
+    AlterViewHandler,
+    CreatePersistentViewHandler,
+    CreateTempViewHandler,
+    DropViewHandler,
+    InsertIntoHandler,
+)
+from connect_plugin.server.tables.qualifier_database import warn_at_start
+from connect_plugin.server.tables.row_changes import (
+    DeleteHandler,
+    MergeHandler,
+    TruncateHandler,
+    UpdateHandler,
+)
+from connect_plugin.server.tables.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,
     ReadTempTableHandler,
 )
-from connect_plugin.server.tables import Tables
 from connect_plugin.server.transport.auth import TokenAuthenticator
 from connect_plugin.server.transport.channels import server_options, upstream_channel
 from connect_plugin.server.transport.forwarding import (

@@ -37,7 +37,6 @@ from connect_plugin.errors import (
     UpstreamUnavailable,
 )
 from connect_plugin.server.monitoring.audit import AuditLog, who
-from connect_plugin.server.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
@@ -50,6 +49,7 @@ from connect_plugin.server.statements.config_guard import ConfigGuard
 from connect_plugin.server.statements.dispatch import Dispatcher, SqlSite, replace_command
 from connect_plugin.server.statements.dispatch import Work as PluginWork
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.tables.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.transport.forwarding import Interception, forwardable_metadata
 from connect_plugin.server.transport.requests import Request
 from connect_plugin.server.transport.status import error_class_of, scan_error_details

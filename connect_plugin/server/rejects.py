@@ -30,9 +30,9 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.errors import TempTableExists, TempTableQueryFailed, UpstreamFailed
 from connect_plugin.scanning.reading.rejects import REJECTS_SCHEMA, rows_written_since, snapshot
 from connect_plugin.scanning.request.spec import ScanSpec
-from connect_plugin.server.create import TableCreator
 from connect_plugin.server.sessions.views import temp_view_names
-from connect_plugin.server.tables import Tables
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import TableCreator
 from connect_plugin.server.transport.requests import CreateTempTable, Name
 from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import SessionContext, Upstream

@@ -27,7 +27,7 @@ from connect_plugin.scanning.request.options import Evolution, ScanOptions
 from connect_plugin.server.scans import Scans
 from connect_plugin.server.statements.handlers import Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
-from connect_plugin.server.tables import Tables
+from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.transport.requests import CreateScanView, Name
 from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import Upstream

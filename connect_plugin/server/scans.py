@@ -55,7 +55,7 @@ from connect_plugin.server.sessions.python_workers import learn_server_side_sess
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.statements.cached_scans import CachedScans
 from connect_plugin.server.statements.handlers import Call, Handler, Outcome
-from connect_plugin.server.tables import Tables
+from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.transport.requests import Name, ScanFiles
 from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession

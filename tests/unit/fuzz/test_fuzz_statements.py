@@ -8,16 +8,16 @@ from hypothesis import strategies as st
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.guards import (
+from connect_plugin.server.sessions.table_names import check_table_name
+from connect_plugin.server.statements.recognition import SqlText, first_keyword, recognise
+from connect_plugin.server.tables.guards import (
     AlterViewHandler,
     CreatePersistentViewHandler,
     CreateTempViewHandler,
     DropViewHandler,
     InsertIntoHandler,
 )
-from connect_plugin.server.sessions.table_names import check_table_name
-from connect_plugin.server.statements.recognition import SqlText, first_keyword, recognise
-from connect_plugin.server.table_handlers import (
+from connect_plugin.server.tables.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,

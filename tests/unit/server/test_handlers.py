@@ -11,17 +11,17 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
-from connect_plugin.server.create import TableCreator
 from connect_plugin.server.gateway import SQL_ORDER, plugin_handlers
-from connect_plugin.server.guards import CreateTempViewHandler, DropViewHandler
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.statements.handlers import Handler, HandlerRegistry
 from connect_plugin.server.statements.recognition import SqlText, first_keyword, recognise
-from connect_plugin.server.table_handlers import CreateTempTableHandler, DropTempTableHandler
-from connect_plugin.server.tables import Tables
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import TableCreator
+from connect_plugin.server.tables.guards import CreateTempViewHandler, DropViewHandler
+from connect_plugin.server.tables.table_handlers import CreateTempTableHandler, DropTempTableHandler
 from connect_plugin.server.transport.requests import CreateScanView, CreateTempView, Request
 from connect_plugin.server.transport.upstream import Upstream
 

@@ -14,20 +14,20 @@ from connect_plugin import proto
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
 from connect_plugin.proto import PLUGIN_RELATIONS
-from connect_plugin.server.create import TableCreator
 from connect_plugin.server.gateway import plugin_handlers
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.statements.dispatch import MAX_PLUGIN_NESTING, Dispatcher
 from connect_plugin.server.statements.handlers import HandlerRegistry
-from connect_plugin.server.table_handlers import (
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import TableCreator
+from connect_plugin.server.tables.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,
     ReadTempTableHandler,
 )
-from connect_plugin.server.tables import Tables
 from connect_plugin.server.transport.plans import MAX_PLAN_DEPTH, decode, extensions, nesting_depth
 from connect_plugin.server.transport.requests import (
     CreateTempTable,

@@ -6,9 +6,9 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
 from connect_plugin.scanning.request.options import Evolution, Format, OnError
-from connect_plugin.server.guards import CreateTempViewHandler
 from connect_plugin.server.scan_views import CreateScanViewHandler
 from connect_plugin.server.statements.recognition import SqlText, recognise
+from connect_plugin.server.tables.guards import CreateTempViewHandler
 from connect_plugin.server.transport.requests import CreateScanView, CreateTempView, Name, Request
 from tests.unit.server.test_statements import plain_sql
 

@@ -6,13 +6,6 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.guards import (
-    AlterViewHandler,
-    CreatePersistentViewHandler,
-    CreateTempViewHandler,
-    DropViewHandler,
-    InsertIntoHandler,
-)
 from connect_plugin.server.statements import recognition as statements
 from connect_plugin.server.statements.recognition import (
     MAX_TOKENIZED_CHARS,
@@ -20,7 +13,14 @@ from connect_plugin.server.statements.recognition import (
     first_keyword,
     recognise,
 )
-from connect_plugin.server.table_handlers import (
+from connect_plugin.server.tables.guards import (
+    AlterViewHandler,
+    CreatePersistentViewHandler,
+    CreateTempViewHandler,
+    DropViewHandler,
+    InsertIntoHandler,
+)
+from connect_plugin.server.tables.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,

@@ -40,13 +40,13 @@ from pyspark.sql.types import (
 
 from connect_plugin.config import TEMP_TABLE_FORMATS
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.table_formats import (
+from connect_plugin.server.tables.table_formats import (
     NULL_MARKER_PREFIX,
     holders,
     layout,
     why_not_held,
 )
-from connect_plugin.server.value_checks import checked, nested_predicate, rules
+from connect_plugin.server.tables.value_checks import checked, nested_predicate, rules
 
 TEMP_TABLES_DOC = Path(__file__).resolve().parents[3] / "docs" / "temp-tables.md"
 DOC_TYPES: dict[str, DataType] = {

@@ -13,19 +13,20 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.create import Rewrite, TableCreator
-from connect_plugin.server.inserts import (
-    checked_input,
-    run_insert,
-    table_rows,
-    table_rules,
-)
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import files_relation
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
-from connect_plugin.server.tables import Tables
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import Rewrite, TableCreator
+from connect_plugin.server.tables.inserts import (
+    checked_input,
+    run_insert,
+    table_rows,
+    table_rules,
+)
+from connect_plugin.server.tables.value_checks import NOT_NULL
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import (
     AlterView,
@@ -37,7 +38,6 @@ from connect_plugin.server.transport.requests import (
 )
 from connect_plugin.server.transport.spark_sql import literal
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
-from connect_plugin.server.value_checks import NOT_NULL
 
 CREATE = frozenset(("CREATE",))
 

@@ -48,11 +48,11 @@ from connect_plugin.server.sessions.writes import (
     write_files,
 )
 from connect_plugin.server.statements import results
-from connect_plugin.server.table_formats import layout
-from connect_plugin.server.table_input import check_shape, shaped_input
+from connect_plugin.server.tables.table_formats import layout
+from connect_plugin.server.tables.table_input import check_shape, shaped_input
+from connect_plugin.server.tables.value_checks import checked, rules
 from connect_plugin.server.transport.requests import CreateTempTable, Name
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
-from connect_plugin.server.value_checks import checked, rules
 
 log = logging.getLogger(__name__)
 

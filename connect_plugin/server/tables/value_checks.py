@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefinedType
 
-from connect_plugin.server.table_formats import holders, kind
+from connect_plugin.server.tables.table_formats import holders, kind
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.spark_sql import literal, quote_identifier
 

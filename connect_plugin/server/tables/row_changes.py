@@ -44,8 +44,14 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
-from connect_plugin.server.create import Rewrite, TableCreator
-from connect_plugin.server.row_change_plans import (
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.writes import Written
+from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
+from connect_plugin.server.statements.recognition import Cursor
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import Rewrite, TableCreator
+from connect_plugin.server.tables.row_change_plans import (
     COUNTED,
     DELETE,
     EVERY_ROW,
@@ -56,12 +62,6 @@ from connect_plugin.server.row_change_plans import (
     UPDATE,
     Plan,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.writes import Written
-from connect_plugin.server.statements import results
-from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
-from connect_plugin.server.statements.recognition import Cursor
-from connect_plugin.server.tables import Tables
 from connect_plugin.server.transport.requests import (
     Assignment,
     ChangeRows,
