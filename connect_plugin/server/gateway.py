@@ -27,10 +27,10 @@ from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.monitoring.audit import AuditLog
-from connect_plugin.server.rejects import RejectsTables
-from connect_plugin.server.scan_rows import ScanRows
-from connect_plugin.server.scan_views import CreateScanViewHandler
-from connect_plugin.server.scans import ScanHandler, Scans
+from connect_plugin.server.scans.rejects import RejectsTables
+from connect_plugin.server.scans.relation import ScanHandler, Scans
+from connect_plugin.server.scans.scan_rows import ScanRows
+from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.expiry import SessionWatch
 from connect_plugin.server.sessions.python_workers import stop_ended

@@ -37,7 +37,7 @@ from connect_plugin.errors import (
     UpstreamUnavailable,
 )
 from connect_plugin.server.monitoring.audit import AuditLog, who
-from connect_plugin.server.scan_rows import ScanRows, scan_policy
+from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry

@@ -15,7 +15,7 @@ from connect_plugin import proto
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, TempTableError
 from connect_plugin.server.gateway import plugin_handlers
-from connect_plugin.server.scan_counts import push_row_counts
+from connect_plugin.server.scans.scan_counts import push_row_counts
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import Workspace

@@ -12,7 +12,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.server.gateway import SQL_ORDER, plugin_handlers
-from connect_plugin.server.scan_views import CreateScanViewHandler
+from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import Workspace

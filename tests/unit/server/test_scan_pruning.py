@@ -22,7 +22,7 @@ from connect_plugin.scanning.request.predicates import (
     NoneOf,
     PartitionFilter,
 )
-from connect_plugin.server.scan_pruning import (
+from connect_plugin.server.scans.scan_pruning import (
     MAX_CHAIN,
     MAX_CONDITION_CHARS,
     push_file_filters,

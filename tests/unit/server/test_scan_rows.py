@@ -6,7 +6,7 @@ import grpc
 import pytest
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.server.scan_rows import SCAN_NODE, ScanRows
+from connect_plugin.server.scans.scan_rows import SCAN_NODE, ScanRows
 
 Counted = list[tuple[str, int]]
 

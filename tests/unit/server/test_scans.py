@@ -13,7 +13,7 @@ from pyspark.sql.connect.plan import Aggregate, LogicalPlan, Project
 
 from connect_plugin import proto
 from connect_plugin.client.scan import scan
-from connect_plugin.server.scan_counts import push_row_counts
+from connect_plugin.server.scans.scan_counts import push_row_counts
 
 SESSION = "8f5c3c4e-0000-4000-8000-000000000001"
 

@@ -48,9 +48,9 @@ from connect_plugin.scanning.spark.spark_source import (
     SPEC_OPTION,
     ScanDataSource,
 )
-from connect_plugin.server.rejects import RejectsTables
-from connect_plugin.server.scan_counts import push_row_counts
-from connect_plugin.server.scan_pruning import push_file_filters
+from connect_plugin.server.scans.rejects import RejectsTables
+from connect_plugin.server.scans.scan_counts import push_row_counts
+from connect_plugin.server.scans.scan_pruning import push_file_filters
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.statements.cached_scans import CachedScans

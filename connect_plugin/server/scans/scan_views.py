@@ -24,7 +24,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
 from connect_plugin.scanning.request.options import Evolution, ScanOptions
-from connect_plugin.server.scans import Scans
+from connect_plugin.server.scans.relation import Scans
 from connect_plugin.server.statements.handlers import Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
 from connect_plugin.server.tables.catalog import Tables
