@@ -30,7 +30,7 @@ from connect_plugin.server.scans.scan_pruning import (
 )
 from connect_plugin.server.statements.cached_scans import scan_key, scans_in, track, unrewritten
 from connect_plugin.server.transport.plans import plan_nodes
-from tests.unit.server.test_scans import Client, Session, request, scan_plan
+from tests.unit.server.scans.test_scans import Client, Session, request, scan_plan
 
 P = PartitionFilter
 

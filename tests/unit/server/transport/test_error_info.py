@@ -33,7 +33,7 @@ from connect_plugin.server.transport.status import (
     error_class_of,
     to_grpc_status,
 )
-from tests.unit.server.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
+from tests.unit.server.transport.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
 
 CANONICAL = "3d4a2c9e-1b7f-4c55-8a0e-5f6b7c8d9e0f"
 

@@ -33,7 +33,7 @@ from connect_plugin.server.transport.status import (
     upstream_status,
 )
 from tests.unit.server.spark_errors import load, rpc_error
-from tests.unit.server.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
+from tests.unit.server.transport.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
 
 ANALYSIS = [
     "org.apache.spark.sql.AnalysisException",

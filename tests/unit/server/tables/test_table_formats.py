@@ -48,7 +48,7 @@ from connect_plugin.server.tables.table_formats import (
 )
 from connect_plugin.server.tables.value_checks import checked, nested_predicate, rules
 
-TEMP_TABLES_DOC = Path(__file__).resolve().parents[3] / "docs" / "temp-tables.md"
+TEMP_TABLES_DOC = Path(__file__).resolve().parents[4] / "docs" / "temp-tables.md"
 DOC_TYPES: dict[str, DataType] = {
     "boolean": BooleanType(), "tinyint": ByteType(), "smallint": ShortType(),
     "int": IntegerType(), "bigint": LongType(), "float": FloatType(), "double": DoubleType(),
