@@ -51,7 +51,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import connect_plugin
 from connect_plugin.config import Config
-from connect_plugin.server.python_workers import daemons
+from connect_plugin.server.sessions.python_workers import daemons
 from connect_plugin.server.stack import Stack
 
 FILES = 4

@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stop_idle_python_workers(idle_s: float, while_pid: int) -> int:
     """Sweep for idle daemons under ``while_pid`` until that process is gone."""
-    from connect_plugin.server.python_workers import IdleDaemons
+    from connect_plugin.server.sessions.python_workers import IdleDaemons
 
     IdleDaemons(idle_s, under=while_pid).run(
         lambda: Path(f"/proc/{while_pid}").exists(), threading.Event()

@@ -92,17 +92,17 @@ class Config:
     tls_client_ca_file: Path | None = None
     """PEM CA certificates; when set, every client must present a certificate they signed."""
     auth_tokens_file: Path | None = None
-    """``user_id token`` per line: every RPC must carry one of the tokens (see ``server.auth``)."""
+    """``user_id token`` per line: every RPC must carry one of the tokens (see ``server.transport.auth``)."""
     allow_unauthenticated: bool = False
     """Serve a non-loopback address without ``auth_tokens_file`` (anyone reaching it is anyone)."""
     audit_log: str | None = None
     """``stderr`` or a file (created 0600): one JSON line per statement handled and per
-    refusal (``server.audit``)."""
+    refusal (``server.monitoring.audit``)."""
     metrics_port: int | None = None
     """Serve Prometheus metrics on this port of ``host`` (0: any free port; unset: none)."""
     upstream_token_file: Path | None = None
     """A private file holding Spark Connect's token, instead of ``token=`` in ``upstream``;
-    re-read on SIGHUP (``server.upstream_token``)."""
+    re-read on SIGHUP (``server.transport.upstream_token``)."""
     stop_python_workers: bool = False
     """Spark's Python workers run on this machine as this user (``--local`` sets it): stop the
     worker daemons of each session that ends, and those idle for ``python_worker_idle_s``."""

@@ -2,7 +2,7 @@
 
 Every error a user can cause names the thing it is about (table, file, column,
 line) and says what to do. The gateway maps these classes to gRPC status codes
-in one place (``connect_plugin.server.status``); nothing else decides codes.
+in one place (``connect_plugin.server.transport.status``); nothing else decides codes.
 
 Scan errors are mostly raised inside Spark's Python workers, where the only
 thing that reaches the gateway is text: Spark's own error message with the

@@ -1,4 +1,28 @@
-"""The connect-plugin gateway: a Spark Connect server that forwards to Spark."""
+"""The connect-plugin gateway: a Spark Connect server that forwards to Spark.
+
+Its parts, from the floor up; each imports only parts listed above it here,
+as its own docstring says (``tests/unit/server/test_server_layers.py`` holds
+the code to that):
+
+- ``transport``: the gateway's two gRPC sides: channels, auth, forwarding,
+  plan decoding, requests, the upstream session and the status of errors;
+- ``sessions``: the registry and its store, workspace files, quotas,
+  liveness, a temp table's record, view and write, and each way a session
+  ends or goes on (release, expiry, recovery, clone);
+- ``monitoring``: the audit log and the Prometheus metrics;
+- ``statements``: recognising SQL and plugin relations, the protected
+  settings, the registry of handlers and the dispatch of a plan to them;
+- ``tables``: the temp tables' statements: create, catalogue, insert, row
+  changes, guards;
+- ``scans``: the plugin's ``Scan`` relation, scan views and rejects tables.
+
+On top, the composition root, which may import every part: ``gateway`` (the
+process: ``Gateway`` and ``serve``) with ``intercept`` (its hooks on the RPCs
+it does not just forward), and ``stack`` (a gateway with the Spark Connect
+server it fronts) with ``embedded`` (that server from the pyspark wheel),
+``class_archive`` and ``warm_up`` (its faster starts). This module re-exports
+``Gateway`` and ``serve`` only.
+"""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ import grpc
 from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
 from connect_plugin.extras import SERVER_INSTALL
 from connect_plugin.server.class_archive import SUBMIT_OPTIONS, ArchiveUse, archive_use, with_option
-from connect_plugin.server.private_files import open_private
+from connect_plugin.server.sessions.private_files import open_private
 from connect_plugin.worker_forks import WorkerForks
 from connect_plugin.worker_python import FORKS_VARIABLE, launcher
 

@@ -25,53 +25,58 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.audit import AuditLog
-from connect_plugin.server.auth import TokenAuthenticator
-from connect_plugin.server.channels import server_options, upstream_channel
-from connect_plugin.server.clone import Cloner
-from connect_plugin.server.config_guard import screen_substitutions
-from connect_plugin.server.create import TableCreator
-from connect_plugin.server.expiry import SessionWatch
-from connect_plugin.server.forwarding import SERVICE_NAME, Forwarder, Refusal, plan_methods
-from connect_plugin.server.guards import (
+from connect_plugin.server.intercept import PluginHandlers
+from connect_plugin.server.monitoring.audit import AuditLog
+from connect_plugin.server.scans.rejects import RejectsTables
+from connect_plugin.server.scans.relation import ScanHandler, Scans
+from connect_plugin.server.scans.scan_rows import ScanRows
+from connect_plugin.server.scans.scan_views import CreateScanViewHandler
+from connect_plugin.server.sessions.clone import Cloner
+from connect_plugin.server.sessions.expiry import SessionWatch
+from connect_plugin.server.sessions.python_workers import stop_ended
+from connect_plugin.server.sessions.quotas import Quotas
+from connect_plugin.server.sessions.recovery import Recovery
+from connect_plugin.server.sessions.registry import SessionRegistry, admit_request
+from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.store import SqliteSessionStore
+from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
+from connect_plugin.server.statements.config_guard import screen_substitutions
+from connect_plugin.server.statements.handlers import HandlerRegistry, SqlOrder
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import TableCreator
+from connect_plugin.server.tables.guards import (
     AlterViewHandler,
     CreatePersistentViewHandler,
     CreateTempViewHandler,
     DropViewHandler,
     InsertIntoHandler,
 )
-from connect_plugin.server.handlers import HandlerRegistry, SqlOrder
-from connect_plugin.server.intercept import PluginHandlers
-from connect_plugin.server.python_workers import stop_ended
-from connect_plugin.server.qualifier_database import warn_at_start
-from connect_plugin.server.quotas import Quotas
-from connect_plugin.server.recovery import Recovery
-from connect_plugin.server.rejects import RejectsTables
-from connect_plugin.server.release import SessionRelease
-from connect_plugin.server.row_changes import (
+from connect_plugin.server.tables.qualifier_database import warn_at_start
+from connect_plugin.server.tables.row_changes import (
     DeleteHandler,
     MergeHandler,
     TruncateHandler,
     UpdateHandler,
 )
-from connect_plugin.server.scan_rows import ScanRows
-from connect_plugin.server.scan_views import CreateScanViewHandler
-from connect_plugin.server.scans import ScanHandler, Scans
-from connect_plugin.server.session_store import SqliteSessionStore
-from connect_plugin.server.sessions import SessionRegistry, admit_request
-from connect_plugin.server.table_handlers import (
+from connect_plugin.server.tables.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,
     ReadTempTableHandler,
 )
-from connect_plugin.server.tables import Tables
-from connect_plugin.server.upstream import Upstream
-from connect_plugin.server.upstream_token import UpstreamToken
-from connect_plugin.server.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
+from connect_plugin.server.transport.auth import TokenAuthenticator
+from connect_plugin.server.transport.channels import server_options, upstream_channel
+from connect_plugin.server.transport.forwarding import (
+    SERVICE_NAME,
+    Forwarder,
+    Refusal,
+    plan_methods,
+)
+from connect_plugin.server.transport.upstream import Upstream
+from connect_plugin.server.transport.upstream_token import UpstreamToken
 
 if TYPE_CHECKING:
-    from connect_plugin.server.metrics import GatewayMetrics
+    from connect_plugin.server.monitoring.metrics import GatewayMetrics
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +117,7 @@ class Gateway:
         """With ``metrics_port``, the metrics, served on the gateway's own address."""
         if self.config.metrics_port is None:
             return None
-        from connect_plugin.server.metrics import GatewayMetrics
+        from connect_plugin.server.monitoring.metrics import GatewayMetrics
 
         metrics = GatewayMetrics()
         metrics.watch(registry)

@@ -36,24 +36,24 @@ from connect_plugin.errors import (
     UpstreamFailed,
     UpstreamUnavailable,
 )
-from connect_plugin.server.audit import AuditLog, who
-from connect_plugin.server.cached_scans import clears_cache, track, unrewritten
-from connect_plugin.server.clone import Cloner
-from connect_plugin.server.config_guard import ConfigGuard
-from connect_plugin.server.dispatch import Dispatcher, SqlSite, replace_command
-from connect_plugin.server.dispatch import Work as PluginWork
-from connect_plugin.server.forwarding import Interception, forwardable_metadata
-from connect_plugin.server.handlers import Call, HandlerRegistry, Outcome
-from connect_plugin.server.python_workers import learn_server_side_session
-from connect_plugin.server.qualifier_database import refuse_if_ambiguous
-from connect_plugin.server.release import SessionRelease
-from connect_plugin.server.requests import Request
-from connect_plugin.server.scan_rows import ScanRows, scan_policy
-from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.status import error_class_of, scan_error_details
-from connect_plugin.server.upstream import SessionContext, Upstream, upstream_failure
-from connect_plugin.server.views import uncache
-from connect_plugin.server.writes import ProgressSink, stop_writes
+from connect_plugin.server.monitoring.audit import AuditLog, who
+from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
+from connect_plugin.server.sessions.clone import Cloner
+from connect_plugin.server.sessions.python_workers import learn_server_side_session
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.views import uncache
+from connect_plugin.server.sessions.writes import ProgressSink, stop_writes
+from connect_plugin.server.statements.cached_scans import clears_cache, track, unrewritten
+from connect_plugin.server.statements.config_guard import ConfigGuard
+from connect_plugin.server.statements.dispatch import Dispatcher, SqlSite, replace_command
+from connect_plugin.server.statements.dispatch import Work as PluginWork
+from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.tables.qualifier_database import refuse_if_ambiguous
+from connect_plugin.server.transport.forwarding import Interception, forwardable_metadata
+from connect_plugin.server.transport.requests import Request
+from connect_plugin.server.transport.status import error_class_of, scan_error_details
+from connect_plugin.server.transport.upstream import SessionContext, Upstream, upstream_failure
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
 Work = Callable[[ProgressSink], Awaitable[list[Outcome]]]

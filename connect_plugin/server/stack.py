@@ -21,7 +21,7 @@ from connect_plugin.config import Config
 from connect_plugin.server.class_archive import default_folder
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
-from connect_plugin.server.python_workers import IdleDaemons
+from connect_plugin.server.sessions.python_workers import IdleDaemons
 from connect_plugin.upstream_url import LOOPBACK_HOSTS
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from connect_plugin.config import Config
 from connect_plugin.server.gateway import Gateway, serve
-from connect_plugin.server.workspace import Workspace
+from connect_plugin.server.sessions.workspace import Workspace
 
 # Small enough that any result of a few MB is split over several streams,
 # so every test run also exercises ReattachExecute through the gateway.

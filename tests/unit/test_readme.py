@@ -110,7 +110,7 @@ def test_the_prometheus_example_scrapes_the_port_the_compose_files_serve() -> No
 
 
 def test_the_audit_line_has_the_fields_the_gateway_writes(tmp_path: Path) -> None:
-    from connect_plugin.server.audit import AuditLog
+    from connect_plugin.server.monitoring.audit import AuditLog
 
     (block,) = [b for b in BLOCKS if b.lang == "json"]
     shown = json.loads(block.text)
@@ -194,7 +194,7 @@ def _error_table() -> dict[str, tuple[str, str, str]]:
 
 
 def test_the_docs_list_every_error_class_the_gateway_emits() -> None:
-    from connect_plugin.server.status import emitted
+    from connect_plugin.server.transport.status import emitted
 
     in_code = {
         e.error_class: (e.exception.rsplit(".", 1)[-1], e.sql_state, e.code.name)

@@ -31,7 +31,7 @@ from typing import Any
 import pyspark
 import pytest
 
-from connect_plugin.server.python_workers import daemons
+from connect_plugin.server.sessions.python_workers import daemons
 from connect_plugin.worker_forks import PRELOAD, WorkerForks, reseed
 from connect_plugin.worker_python import FORKS_VARIABLE
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from connect_plugin.server.workspace import PRIVATE_DIR
+from connect_plugin.server.sessions.workspace import PRIVATE_DIR
 from tests.integration.cluster.cluster import Client, Cluster
 from tests.integration.cluster.netns import Network
 

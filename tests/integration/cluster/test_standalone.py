@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from connect_plugin.server.workspace import PRIVATE_DIR, REGISTRY_FILE
+from connect_plugin.server.sessions.workspace import PRIVATE_DIR, REGISTRY_FILE
 from tests.integration.cluster.cluster import TIMINGS, Client, Cluster, wait_for
 from tests.integration.cluster.netns import Network
 from tests.integration.support import assert_private

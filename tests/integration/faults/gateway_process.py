@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from connect_plugin.server.embedded import free_port
-from connect_plugin.server.workspace import PRIVATE_DIR, REGISTRY_FILE
+from connect_plugin.server.sessions.workspace import PRIVATE_DIR, REGISTRY_FILE
 
 READY_PREFIX = "connect-plugin gateway ready at "
 START_TIMEOUT_S = 120.0

@@ -24,7 +24,7 @@ from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.proto.base_pb2_grpc import SparkConnectServiceStub
 
 from connect_plugin.server.embedded import EmbeddedSparkConnect, free_port
-from connect_plugin.server.expiry import UPSTREAM_TIMEOUT_KEY
+from connect_plugin.server.sessions.expiry import UPSTREAM_TIMEOUT_KEY
 from tests.integration.faults.gateway_process import running_gateway, wait_until
 from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
 from tests.integration.support import TEST_SPARK_CONF, new_session

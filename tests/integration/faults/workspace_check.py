@@ -17,7 +17,7 @@ import pytest
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import SparkSession
 
-from connect_plugin.server.workspace import PRIVATE_DIR
+from connect_plugin.server.sessions.workspace import PRIVATE_DIR
 from tests.integration.faults.gateway_process import GatewayProcess
 from tests.integration.support import temp_table_names
 

@@ -17,9 +17,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from connect_plugin.config import Config
-from connect_plugin.server.config_guard import REDACTED
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import serve
+from connect_plugin.server.statements.config_guard import REDACTED
 from tests.integration.installs.test_compat import OLDEST, _environment
 from tests.integration.installs.venvs import Dists, VenvCache
 from tests.integration.support import TEST_SPARK_CONF, new_session

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from connect_plugin.config import Config
 from connect_plugin.errors import RegistryInUse, WorkspaceError
 from connect_plugin.server.gateway import Gateway, serve
-from connect_plugin.server.workspace import LOCK_FILE, PRIVATE_DIR, REGISTRY_FILE
+from connect_plugin.server.sessions.workspace import LOCK_FILE, PRIVATE_DIR, REGISTRY_FILE
 from tests.integration.support import Upstream, assert_private, new_session, session_folder
 
 

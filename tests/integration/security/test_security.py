@@ -21,8 +21,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.config_guard import PLAN_COMPRESSION_KEY
 from connect_plugin.server.gateway import Gateway, serve
+from connect_plugin.server.statements.config_guard import PLAN_COMPRESSION_KEY
 from tests.integration.security.conftest import (
     ALICE_SECOND_TOKEN,
     ALICE_TOKEN,

@@ -14,22 +14,22 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin import proto
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, TempTableError
-from connect_plugin.server.dispatch import Dispatcher, SqlSite
 from connect_plugin.server.gateway import plugin_handlers
-from connect_plugin.server.handlers import HandlerRegistry
-from connect_plugin.server.plans import (
+from connect_plugin.server.scans.scan_counts import push_row_counts
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.store import SqliteSessionStore
+from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.statements.dispatch import Dispatcher, SqlSite
+from connect_plugin.server.statements.handlers import HandlerRegistry
+from connect_plugin.server.statements.recognition import first_keyword, recognise
+from connect_plugin.server.transport.plans import (
     MAX_PLAN_DEPTH,
     decode,
     extensions,
     nesting_depth,
     walk_relations,
 )
-from connect_plugin.server.scan_counts import push_row_counts
-from connect_plugin.server.session_store import SqliteSessionStore
-from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.statements import first_keyword, recognise
-from connect_plugin.server.upstream import Upstream
-from connect_plugin.server.workspace import Workspace
+from connect_plugin.server.transport.upstream import Upstream
 from tests.unit.fuzz.harness import INPUT_CPU_SECONDS, Fuzzer, InputTooSlow, check
 from tests.unit.fuzz.request_inputs import SEEDS, SESSION, request_bytes
 

@@ -14,11 +14,11 @@ TYPE_CHECKING:`` or inside a function counts as much as any other.
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import connect_plugin.scanning
+from tests.unit.import_layers import Layering, circle_edges, circles, graph, imports, said_imports
 
 SCANNING = Path(connect_plugin.scanning.__file__).parent
 PACKAGE = "connect_plugin.scanning"
@@ -67,110 +67,24 @@ OUTSIDE = ("connect_plugin.errors",)
 hierarchy. Not the client, the server or the generated protos."""
 
 
-def _modules() -> dict[str, Path]:
-    """Every module of the scan core by its dotted name (a package by its own name)."""
-    modules = {}
-    for path in SCANNING.rglob("*.py"):
-        parts = path.relative_to(SCANNING).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        modules[".".join((PACKAGE, *parts))] = path
-    return modules
+def _outside(imported: str) -> str | None:
+    if any(imported == outside or imported.startswith(f"{outside}.") for outside in OUTSIDE):
+        return None
+    return f"outside the scan, only {', '.join(OUTSIDE)}"
 
 
-def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements run when a module is imported, ``if TYPE_CHECKING:`` blocks included."""
-    for node in body:
-        yield node
-        if isinstance(node, ast.If):
-            yield from _module_level(node.body)
-            yield from _module_level(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody):
-                yield from _module_level(block)
-            for handler in node.handlers:
-                yield from _module_level(handler.body)
-
-
-def _imports(
-    name: str, path: Path, modules: Mapping[str, Path], *, everywhere: bool
-) -> Iterator[tuple[int, str]]:
-    """(line, imported module) of each import; ``from m import x`` names ``m.x`` where that
-    is a module of the scan core, else ``m``."""
-    tree = ast.parse(path.read_text(), str(path))
-    nodes = ast.walk(tree) if everywhere else _module_level(tree.body)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parent, *([base] if base else [])])
-            submodules = [f"{base}.{alias.name}" for alias in node.names]
-            found = [module for module in submodules if module in modules]
-            yield from ((node.lineno, module) for module in found)
-            if len(found) < len(submodules):
-                yield node.lineno, base
-
-
-def _within(module: str, modules: Mapping[str, Path]) -> str | None:
-    """The scan core's module that an import of ``module`` loads, None for one outside it."""
-    while module and module not in modules:
-        module = module.rpartition(".")[0]
-    return module or None
-
-
-def _graph() -> dict[str, set[str]]:
-    """Each scan core module -> the scan core modules it imports when it is imported."""
-    modules = _modules()
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        imported = _imports(name, path, modules, everywhere=False)
-        targets = {_within(module, modules) for _, module in imported}
-        graph[name] = {target for target in targets if target is not None and target != name}
-    return graph
-
-
-def _circles(graph: Mapping[str, set[str]]) -> list[frozenset[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    circles = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.add(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                circles.append(frozenset(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return circles
+LAYERING = Layering(
+    package=PACKAGE,
+    root=SCANNING,
+    layers=LAYERS,
+    public=PUBLIC,
+    called="the scan",
+    outside=_outside,
+)
 
 
 def _short(module: str) -> str:
-    return module.removeprefix(f"{PACKAGE}.")
+    return LAYERING.short(module)
 
 
 def _above_formats(module: str) -> bool:
@@ -181,57 +95,13 @@ def _above_formats(module: str) -> bool:
     )
 
 
-def _edges(graph: Mapping[str, set[str]], circle: frozenset[str]) -> list[str]:
-    """The imports that make up a circle, for a failure to name the one to cut."""
-    return sorted(
-        f"{_short(source)} -> {_short(target)}"
-        for source in circle
-        for target in graph[source]
-        if target in circle
-    )
-
-
-def _part(module: str) -> str:
-    """The part of the scan core that ``module`` (a module of it) belongs to."""
-    if module == PACKAGE:
-        return PUBLIC
-    return module.removeprefix(f"{PACKAGE}.").split(".")[0]
-
-
-def _forbidden(name: str, path: Path, modules: Mapping[str, Path]) -> Iterator[str]:
-    """Each import of module ``name`` (at ``path``) that ``LAYERS`` and ``OUTSIDE`` do not
-    allow, as its file, line and what it imports."""
-    part = _part(name)
-    allowed = LAYERS.get(part, frozenset())
-    rule = f"{part} may import {', '.join(sorted(allowed)) or 'nothing'} of the scan"
-    where = path.relative_to(SCANNING) if path.is_relative_to(SCANNING) else path
-    for line, imported in _imports(name, path, modules, everywhere=True):
-        target = _within(imported, modules)
-        if target is None:
-            if imported.split(".")[0] != "connect_plugin" or any(
-                imported == outside or imported.startswith(f"{outside}.") for outside in OUTSIDE
-            ):
-                continue
-            yield (
-                f"{where} line {line} imports {imported} "
-                f"(outside the scan, only {', '.join(OUTSIDE)})"
-            )
-        elif _part(target) == PUBLIC or _part(target) not in allowed | {part}:
-            yield f"{where} line {line} imports {imported} ({rule})"
-
-
 def _said_imports(docstring: str) -> frozenset[str] | None:
-    """The parts a package's docstring says it may import: the ``names`` of its paragraph
-    that starts ``Imports from the scan:``; None when it has no such paragraph."""
-    for paragraph in docstring.split("\n\n"):
-        if paragraph.startswith("Imports from the scan:"):
-            return frozenset(re.findall(r"``(\w+)``", paragraph))
-    return None
+    return said_imports(docstring, "Imports from the scan:")
 
 
 def test_each_part_of_the_scan_imports_only_the_parts_under_it() -> None:
-    modules = _modules()
-    parts = {_part(name) for name in modules}
+    modules = LAYERING.modules()
+    parts = {LAYERING.part(name) for name in modules}
     assert parts == set(LAYERS), (
         f"parts without a row in LAYERS: {sorted(parts - set(LAYERS))}; "
         f"rows without a part: {sorted(set(LAYERS) - parts)}"
@@ -239,7 +109,7 @@ def test_each_part_of_the_scan_imports_only_the_parts_under_it() -> None:
     wrong = [
         message
         for name, path in sorted(modules.items())
-        for message in _forbidden(name, path, modules)
+        for message in LAYERING.forbidden(name, path, modules)
     ]
     assert not wrong, "imports against the layers of connect_plugin/scanning: " + "; ".join(wrong)
 
@@ -255,7 +125,7 @@ def test_each_package_says_what_it_may_import() -> None:
 
 def test_no_format_module_imports_the_planner_side() -> None:
     """Not at module level, not under ``TYPE_CHECKING``, not inside a function."""
-    modules = _modules()
+    modules = LAYERING.modules()
     formats = {
         name: path for name, path in modules.items() if name.startswith(f"{PACKAGE}.formats")
     }
@@ -263,7 +133,7 @@ def test_no_format_module_imports_the_planner_side() -> None:
     wrong = [
         f"{path.relative_to(SCANNING)} line {line} imports {module}"
         for name, path in sorted(formats.items())
-        for line, module in _imports(name, path, modules, everywhere=True)
+        for line, module in imports(name, path, modules, everywhere=True)
         if _above_formats(module)
     ]
     assert not wrong, (
@@ -273,9 +143,9 @@ def test_no_format_module_imports_the_planner_side() -> None:
 
 
 def test_the_scan_core_has_no_import_circle() -> None:
-    graph = _graph()
-    circles = [_edges(graph, circle) for circle in _circles(graph)]
-    assert not circles, f"import circle(s) in connect_plugin/scanning: {circles}"
+    edges = graph(LAYERING.modules())
+    found = [circle_edges(edges, circle, _short) for circle in circles(edges)]
+    assert not found, f"import circle(s) in connect_plugin/scanning: {found}"
 
 
 def test_the_circle_finder_sees_a_circle_and_its_type_checking_imports(tmp_path: Path) -> None:
@@ -288,16 +158,16 @@ def test_the_circle_finder_sees_a_circle_and_its_type_checking_imports(tmp_path:
         "def later():\n"
         f"    from {PACKAGE}.request import spec\n"
     )
-    modules = _modules()
+    modules = LAYERING.modules()
     name, path = f"{PACKAGE}.first", tmp_path / "first.py"
-    at_import = list(_imports(name, path, modules, everywhere=False))
+    at_import = list(imports(name, path, modules, everywhere=False))
     assert at_import == [(1, "typing"), (3, f"{PACKAGE}.planning.plan")]
-    everywhere = list(_imports(name, path, modules, everywhere=True))
+    everywhere = list(imports(name, path, modules, everywhere=True))
     assert (5, f"{PACKAGE}.request.spec") in everywhere
     assert _above_formats(f"{PACKAGE}.request.spec")
     assert _above_formats(PACKAGE)
     assert not _above_formats(f"{PACKAGE}.formats.records")
-    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
         frozenset({"a", "b", "c"})
     ]
 
@@ -316,8 +186,8 @@ def test_the_layer_check_names_each_import_it_forbids(tmp_path: Path) -> None:
         f"    from {PACKAGE} import ScanSpec\n"
         "    from connect_plugin.server import scans\n"
     )
-    modules = _modules()
-    found = list(_forbidden(f"{PACKAGE}.formats.layered", tmp_path / "layered.py", modules))
+    modules = LAYERING.modules()
+    found = list(LAYERING.forbidden(f"{PACKAGE}.formats.layered", tmp_path / "layered.py", modules))
     rule = "(formats may import choices, files of the scan)"
     assert found == [
         f"{tmp_path / 'layered.py'} line 6 imports {PACKAGE}.planning.plan {rule}",
@@ -326,7 +196,7 @@ def test_the_layer_check_names_each_import_it_forbids(tmp_path: Path) -> None:
         "(outside the scan, only connect_plugin.errors)",
     ]
     (tmp_path / "floor.py").write_text(f"from {PACKAGE}.choices import OnError\n")
-    assert list(_forbidden(f"{PACKAGE}.loader.floor", tmp_path / "floor.py", modules)) == [
+    assert list(LAYERING.forbidden(f"{PACKAGE}.loader.floor", tmp_path / "floor.py", modules)) == [
         f"{tmp_path / 'floor.py'} line 1 imports {PACKAGE}.choices "
         "(loader may import nothing of the scan)"
     ]

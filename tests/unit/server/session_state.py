@@ -12,14 +12,14 @@ from pathlib import Path
 import grpc
 
 from connect_plugin.config import Config
-from connect_plugin.server.expiry import SessionWatch
-from connect_plugin.server.recovery import Recovery
-from connect_plugin.server.release import SessionRelease
-from connect_plugin.server.session_store import SqliteSessionStore, StoredSession, TableState
-from connect_plugin.server.sessions import SessionRegistry
-from connect_plugin.server.temp_table import TempTable
-from connect_plugin.server.upstream import Upstream
-from connect_plugin.server.workspace import REGISTRY_FILE, Workspace
+from connect_plugin.server.sessions.expiry import SessionWatch
+from connect_plugin.server.sessions.recovery import Recovery
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.store import SqliteSessionStore, StoredSession, TableState
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace
+from connect_plugin.server.transport.upstream import Upstream
 
 RECOVERY_TIMEOUT_S = 2.0
 

@@ -1,0 +1,340 @@
+"""Turning a plugin ``Scan`` relation into a read of the scan data source.
+
+The gateway registers the scan's Python data source once per session (the
+class is pickled by reference, so Spark's Python workers import it from the
+installed ``connect_plugin``; the client never ships code) and replaces the
+``Scan`` node by ``Read.DataSource`` with the scan spec as an option. The
+Filters straight above a scan prune its files through the spec
+(``scan_pruning``), never through Spark's filter pushdown for Python data
+sources, whose state outlives the query that pushed it.
+
+``scan(table=...)`` reads a temporary table of the session, else a
+permanent table: its files, format and schema come from the table, and its
+``k=v`` partition directories become typed columns.
+
+A scan with ``on_error="reject"`` gets its rejects table (``rejects``)
+when its source is built, and that table is refreshed after the query ran.
+
+Spark has no column pruning for Python data sources, so row counts over a
+scan are rewritten before dispatch into scans that decode no values
+(``scan_counts``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from google.protobuf.message import Message
+from pyspark.serializers import CloudPickleSerializer
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from connect_plugin import proto
+from connect_plugin.errors import InvalidScanSpec, PlanError, UpstreamFailed
+from connect_plugin.scanning.choices import OnError
+from connect_plugin.scanning.formats import Format, ensure_format, format_of
+from connect_plugin.scanning.request import predicates
+from connect_plugin.scanning.request.options import ScanOptions
+from connect_plugin.scanning.request.predicates import FileFilter
+from connect_plugin.scanning.request.spec import ScanSpec
+from connect_plugin.scanning.spark.spark_source import (
+    COUNT_OPTION,
+    SPEC_OPTION,
+    ScanDataSource,
+)
+from connect_plugin.server.scans.rejects import RejectsTables
+from connect_plugin.server.scans.scan_counts import push_row_counts
+from connect_plugin.server.scans.scan_pruning import push_file_filters
+from connect_plugin.server.sessions.python_workers import learn_server_side_session
+from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.statements.cached_scans import CachedScans
+from connect_plugin.server.statements.handlers import Call, Handler, Outcome
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.transport.requests import Name, ScanFiles
+from connect_plugin.server.transport.spark_sql import quote_identifier
+from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
+
+_SPARK_OPTION_NAMES = {"sep": "delimiter"}
+
+
+class ScanHandler(Handler[ScanFiles]):
+    """``Scan`` relations; analysing one registers the source too (Spark needs it for the schema)."""
+
+    request_type = ScanFiles
+    message_type = proto.Scan
+
+    def __init__(self, scans: Scans) -> None:
+        self._scans = scans
+
+    @classmethod
+    def from_message(cls, message: proto.Scan) -> ScanFiles:
+        return ScanFiles(message)
+
+    def rewrite_plan(self, tree: Message, cached: CachedScans) -> bool:
+        counted = push_row_counts(tree, cached)
+        return push_file_filters(tree, cached) or counted
+
+    async def analyze(self, call: Call, request: ScanFiles) -> Outcome:
+        return await self.execute(call, request)
+
+    async def execute(self, call: Call, request: ScanFiles) -> Outcome:
+        read = await self._scans.read(call.context, request.message)
+        return Outcome(read.relation, read.after)
+
+
+@dataclass(frozen=True)
+class ScanRead:
+    """The read that replaces a scan, and the work to do once the query ran (or None)."""
+
+    relation: spark_proto.Relation
+    after: Callable[[], Awaitable[None]] | None = None
+
+
+class Scans:
+    """Scan relations of every session, over the temp tables for ``table=`` scans."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        tables: Tables,
+        upstream: Upstream,
+        rejects: RejectsTables,
+    ) -> None:
+        self._registry = registry
+        self._tables = tables
+        self._upstream = upstream
+        self._rejects = rejects
+
+    async def relation(self, session: SessionContext, message: proto.Scan) -> spark_proto.Relation:
+        return (await self.read(session, message)).relation
+
+    async def read(self, session: SessionContext, message: proto.Scan) -> ScanRead:
+        upstream = self._upstream.session(session)
+        options = ScanOptions.from_message(message)
+        file_filter = _file_filter(message.file_filter)
+        spec = await self._spec(upstream, session, options, file_filter)
+        return await self._source(upstream, session, spec, count_rows=message.count_rows)
+
+    async def options_read(self, session: SessionContext, options: ScanOptions) -> ScanRead:
+        """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
+        upstream = self._upstream.session(session)
+        spec = await self._spec(upstream, session, options)
+        return await self._source(upstream, session, spec, count_rows=False)
+
+    async def _source(
+        self,
+        upstream: UpstreamSession,
+        session: SessionContext,
+        spec: ScanSpec,
+        *,
+        count_rows: bool,
+    ) -> ScanRead:
+        """The read of the scan data source for a spec: every route to a scan ends here.
+
+        A scan that rejects records gets its rejects table here, except a
+        row count, which judges no record and leaves the table as it is.
+        """
+        after = None
+        if spec.on_error is OnError.REJECT and not count_rows:
+            spec = await self._rejects.prepare(session, spec)
+            after = await self._rejects.refresher(session, spec)
+        await self._register(upstream, session)
+        relation = spark_proto.Relation()
+        source = relation.read.data_source
+        source.format = ScanDataSource.name()
+        source.options[SPEC_OPTION] = spec.to_json()
+        source.options.update(spec.secret_options())
+        if count_rows:
+            source.options[COUNT_OPTION] = "true"
+        return ScanRead(relation, after)
+
+    async def _register(self, upstream: UpstreamSession, context: SessionContext) -> None:
+        """Register the scan source in the session, once (the session remembers it).
+
+        Concurrent first scans of a session wait for one registration: two
+        registrations at once make Spark refuse one (``DATA_SOURCE_ALREADY_EXISTS``).
+        The server-side session is recorded too, whose Python workers the
+        session's end reaps.
+        """
+        session = self._registry.open(context.user_id, context.session_id)
+        if session.scan_source_registered:
+            return
+        async with session.registering:
+            if session.scan_source_registered:
+                return
+            try:
+                await upstream.command(_registration())
+            except UpstreamFailed as exc:
+                raise PlanError(f"registering the scan data source failed: {exc}") from exc
+            session.scan_source_registered = True
+            if not session.server_side_session_id:
+                await learn_server_side_session(self._registry, session, upstream)
+
+    async def _spec(
+        self,
+        upstream: UpstreamSession,
+        session: SessionContext,
+        options: ScanOptions,
+        file_filter: FileFilter | None = None,
+    ) -> ScanSpec:
+        """The spec of a scan's options: its schema parsed, a table's files looked up."""
+        provided = await _provided_schema(upstream, options.schema)
+        if options.table is not None:
+            table = await self._table(upstream, session, options.table)
+            reader = _reader_options(table.format, table.options)
+            options = options.for_table(table.location, table.format, reader)
+            provided = provided if provided is not None else table.schema
+        return options.to_spec(provided, file_filter)
+
+    async def _table(
+        self, upstream: UpstreamSession, session: SessionContext, name: str
+    ) -> _TableSource:
+        temp = self._tables.lookup(session, Name((name,)))
+        if temp is not None:
+            struct = StructType.fromJson(json.loads(temp.schema_json))
+            return _TableSource(
+                name=temp.name,
+                location=str(temp.location),
+                format=_scan_format(temp.name, temp.format),
+                options=dict(temp.options),
+                schema=to_arrow_schema(struct),
+            )
+        return await _permanent_table(upstream, name)
+
+
+def _registration() -> spark_proto.Command:
+    """The command that registers the scan data source, pickled by reference."""
+    command = spark_proto.Command()
+    registration = command.register_data_source
+    registration.name = ScanDataSource.name()
+    pickled = CloudPickleSerializer().dumps(ScanDataSource)  # type: ignore[no-untyped-call]
+    registration.python_data_source.command = pickled
+    registration.python_data_source.python_ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return command
+
+
+async def _provided_schema(upstream: UpstreamSession, schema: object) -> pa.Schema | None:
+    """A scan's provided schema as Arrow: DDL text is parsed by Spark, a DataType converted."""
+    if schema is None or isinstance(schema, pa.Schema):
+        return schema
+    if isinstance(schema, str):
+        return _arrow_schema(await _parse_ddl(upstream, schema))
+    assert isinstance(schema, spark_proto.DataType), type(schema)
+    return _arrow_schema(schema)
+
+
+def _arrow_schema(data_type: spark_proto.DataType) -> pa.Schema:
+    """A provided schema Spark parsed, as Arrow; it must be a struct (a list of columns)."""
+    struct = proto_schema_to_pyspark_data_type(data_type)
+    if not isinstance(struct, StructType):
+        raise PlanError(f"scan: the provided schema must be a struct, got {struct.simpleString()}")
+    return to_arrow_schema(struct)
+
+
+def _file_filter(text: str) -> FileFilter | None:
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise PlanError(f"scan: the file filter is not JSON: {exc}") from exc
+    return predicates.from_json(data)
+
+
+@dataclass(frozen=True)
+class _TableSource:
+    """Where a scanned table's files are and how to read them."""
+
+    name: str
+    location: str
+    format: Format
+    options: dict[str, str]
+    schema: pa.Schema
+
+
+def _scan_format(table: str, file_format: str) -> Format:
+    try:
+        return format_of(file_format)
+    except InvalidScanSpec:
+        raise PlanError(
+            f"scan(table=[{table}]): the table is stored as {file_format}, which the scan "
+            f"cannot read; it reads {Format.words()}"
+        ) from None
+
+
+async def _permanent_table(upstream: UpstreamSession, name: str) -> _TableSource:
+    """A catalog table's location, format, options and schema, from DESCRIBE TABLE EXTENDED."""
+    relation = spark_proto.Relation()
+    relation.sql.query = f"DESCRIBE TABLE EXTENDED {_qualified(name)}"
+    try:
+        rows = await upstream.rows(relation)
+        schema_relation = spark_proto.Relation()
+        schema_relation.read.named_table.unparsed_identifier = name
+        data_type = await upstream.schema(schema_relation)
+    except UpstreamFailed as exc:
+        raise PlanError(
+            f"scan(table=[{name}]): no temporary table of this session and no catalog table "
+            f"has that name ({exc})"
+        ) from exc
+    details = {str(row["col_name"]): str(row["data_type"]) for row in rows}
+    location = details.get("Location", "")
+    if not location:
+        raise PlanError(
+            f"scan(table=[{name}]): the table has no location (a view or a catalog without "
+            "files); only tables stored as files can be scanned"
+        )
+    if location.startswith("file:"):
+        location = location[len("file:") :]
+    elif "://" in location or location.split("/", 1)[0].endswith(":"):
+        raise PlanError(
+            f"scan(table=[{name}]): its location {location} is not on a local file system, "
+            "which is all this version scans"
+        )
+    struct = proto_schema_to_pyspark_data_type(data_type)
+    assert isinstance(struct, StructType)
+    return _TableSource(
+        name=name,
+        location=location,
+        format=_scan_format(name, details.get("Provider", "")),
+        options=_storage_properties(details.get("Storage Properties", "")),
+        schema=to_arrow_schema(struct),
+    )
+
+
+def _qualified(name: str) -> str:
+    return ".".join(quote_identifier(part) for part in name.split("."))
+
+
+def _storage_properties(text: str) -> dict[str, str]:
+    """``[header=true, sep=;]``, as DESCRIBE prints a table's options."""
+    inner = text.strip().removeprefix("[").removesuffix("]")
+    pairs = (item.partition("=") for item in inner.split(", ") if item)
+    return {key.strip(): value for key, sep, value in pairs if sep}
+
+
+def _reader_options(file_format: Format, spark_options: Mapping[str, str]) -> dict[str, str]:
+    """The Spark options a table was written with that the scan's reader takes, renamed."""
+    allowed = ensure_format(file_format).option_names
+    options: dict[str, str] = {}
+    for key, value in spark_options.items():
+        name = _SPARK_OPTION_NAMES.get(key.lower(), key.lower())
+        if name in allowed:
+            options[name] = value
+    return options
+
+
+async def _parse_ddl(upstream: UpstreamSession, ddl: str) -> spark_proto.DataType:
+    request = spark_proto.AnalyzePlanRequest()
+    request.ddl_parse.ddl_string = ddl
+    try:
+        response = await upstream.analyze(request)
+    except UpstreamFailed as exc:
+        raise PlanError(f"scan: the schema [{ddl}] is not valid DDL: {exc}") from exc
+    parsed: spark_proto.DataType = response.ddl_parse.parsed
+    return parsed

@@ -1,0 +1,286 @@
+"""Spark's Python worker daemons on this machine: the ones of ended sessions are stopped.
+
+Spark starts Python workers through a daemon (``python -m pyspark.daemon
+<module>``) per Python runtime module and per session: the daemon's
+environment carries the session's server-side id as
+``SPARK_JOB_ARTIFACT_UUID``. Spark 4.0-4.3 never stop a session's daemons
+when the session ends, so each session that ran a Python data source (every
+scan) or a Python UDF leaves three or four daemons of some 40 MB each until
+the server stops. Two ways bring that memory back:
+
+- ``stop_session``: the daemons of one server-side session, when the
+  gateway saw it end (released, expired, cloned in vain) and Spark runs on
+  this machine (``--local``);
+- ``IdleDaemons``: the daemons under one Spark process (``--local``'s
+  embedded server; beside a Spark process that runs without a gateway,
+  ``connect-plugin stop-idle-python-workers``, as the image's worker and
+  connect roles do) that have had no worker for ``idle_s`` seconds, of any
+  session: one Spark expired, or whose id the gateway never learnt, has
+  daemons too. Spark reaps a daemon's idle workers after a minute and starts
+  a new daemon when a later task finds the old one gone, so a stopped daemon
+  of a live session costs that session a daemon start (should a task ask the
+  daemon for a worker in the instant it stops, that task fails and Spark
+  retries it).
+
+Only daemons of this user are looked at; a daemon gets ``SIGTERM``, on which
+it stops its workers and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from connect_plugin.errors import ConnectPluginError
+
+if TYPE_CHECKING:
+    from connect_plugin.server.sessions.registry import Session, SessionRegistry
+    from connect_plugin.server.transport.upstream import UpstreamSession
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL_S = 60.0
+"""The longest wait between two looks for idle daemons."""
+
+DAEMON_MODULE = b"pyspark.daemon"
+FORK_SERVER_MODULE = b"connect_plugin.worker_forks"
+SESSION_VARIABLE = b"SPARK_JOB_ARTIFACT_UUID="
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """One ``pyspark.daemon`` process: its pid, its session and how many workers it has."""
+
+    pid: int
+    session: str
+    workers: int
+    forked: int | None = None
+    """The process that runs the daemon when the worker fork server forked it (``pid`` is
+    then its launcher, the process Spark started)."""
+
+
+def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon]:
+    """This user's Python worker daemons, from ``/proc`` (none where there is no ``/proc``);
+    with ``under``, only those descending from that process (a Spark JVM).
+
+    A daemon's workers are forks of it, with its command line and
+    environment: they count as its workers, not as daemons. A daemon the
+    worker fork server (``connect_plugin.worker_forks``) forked is known by
+    its launcher, the process Spark started, which has the daemon's command
+    line and environment; the workers are the forked daemon's.
+    """
+    uid = os.getuid()
+    parents: dict[int, int] = {}
+    children: dict[int, int] = {}
+    found: dict[int, str] = {}
+    fork_servers: set[int] = set()
+    for pid, status, cmdline in _processes(proc):
+        parent = _field(status, b"PPid:")
+        if parent is not None:
+            parents[pid] = parent
+            children[parent] = children.get(parent, 0) + 1
+        if _field(status, b"Uid:") != uid:
+            continue
+        arguments = cmdline.split(b"\0")
+        if FORK_SERVER_MODULE in arguments:
+            fork_servers.add(pid)
+        if DAEMON_MODULE not in arguments:
+            continue
+        session = _session_of(proc / str(pid))
+        if session is not None:
+            found[pid] = session
+    forked: dict[str, int] = {}
+    for pid, parent in parents.items():
+        reads = _standard_input(proc / str(pid)) if parent in fork_servers else None
+        if reads is not None:
+            forked[reads] = pid
+
+    def daemon(pid: int, session: str) -> Daemon:
+        reads = _standard_input(proc / str(pid))
+        runs = forked.get(reads) if reads is not None else None
+        workers = children.get(pid, 0) + (children.get(runs, 0) if runs is not None else 0)
+        return Daemon(pid, session, workers, runs)
+
+    return [
+        daemon(pid, session)
+        for pid, session in found.items()
+        if parents.get(pid) not in found and (under is None or _descends(pid, under, parents))
+    ]
+
+
+def _standard_input(process: Path) -> str | None:
+    """What a process reads from (``pipe:[inode]``): a launcher and the daemon the fork
+    server forked for it read Spark's same pipe."""
+    try:
+        return os.readlink(process / "fd" / "0")
+    except OSError:
+        return None
+
+
+def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    seen = set()
+    while pid in parents and pid not in seen:
+        seen.add(pid)
+        pid = parents[pid]
+        if pid == ancestor:
+            return True
+    return False
+
+
+def stop_session(server_side_session_id: str, proc: Path = Path("/proc")) -> int:
+    """Stop the daemons of one server-side session; how many were stopped."""
+    if not server_side_session_id:
+        return 0
+    stopped = [d for d in daemons(proc) if d.session == server_side_session_id]
+    for daemon in stopped:
+        _terminate(daemon.pid)
+    if stopped:
+        log.info(
+            "stopped %d Python worker daemon(s) of ended session %s",
+            len(stopped),
+            server_side_session_id,
+        )
+    return len(stopped)
+
+
+class IdleDaemons:
+    """Stops the daemons under one Spark process once they have had no worker for ``idle_s``
+    seconds (``sweep`` often). Daemons of other Spark processes of the same user (another
+    server, a notebook's pyspark) are never looked at."""
+
+    def __init__(self, idle_s: float, under: int, proc: Path = Path("/proc")) -> None:
+        self.idle_s = idle_s
+        self.under = under
+        self._proc = proc
+        self._idle_since: dict[int, float] = {}
+
+    def sweep(self, now: float | None = None) -> int:
+        """Look once; stop the daemons idle long enough; how many were stopped."""
+        now = time.monotonic() if now is None else now
+        seen: dict[int, float] = {}
+        stopped = 0
+        for daemon in daemons(self._proc, self.under):
+            if daemon.workers:
+                continue
+            since = self._idle_since.get(daemon.pid, now)
+            if now - since >= self.idle_s:
+                _terminate(daemon.pid)
+                stopped += 1
+                continue
+            seen[daemon.pid] = since
+        self._idle_since = seen
+        if stopped:
+            log.info("stopped %d Python worker daemon(s) idle for %.0f s", stopped, self.idle_s)
+        return stopped
+
+    def run(self, alive: Callable[[], bool], stop: threading.Event) -> None:
+        """Sweep a few times per idle period (at most a minute apart) while ``alive()``, until
+        ``stop`` is set; a failed look is logged and tried again."""
+        interval = sweep_interval(self.idle_s)
+        swept = time.monotonic() - interval
+        while alive() and not stop.is_set():
+            if time.monotonic() - swept >= interval:
+                try:
+                    self.sweep()
+                except OSError:
+                    log.exception("looking for idle Python worker daemons failed; trying again")
+                swept = time.monotonic()
+            stop.wait(min(interval, 1.0))
+
+
+def sweep_interval(idle_s: float) -> float:
+    """A few looks per idle period, at most a minute apart and at least a second."""
+    return min(SWEEP_INTERVAL_S, max(idle_s / 4, 1.0))
+
+
+async def learn_server_side_session(
+    registry: SessionRegistry, session: Session, upstream: UpstreamSession
+) -> None:
+    """Record the server-side session whose Python workers the session's end stops.
+
+    A registration command or a release is answered without a response that
+    names it, so the upstream is asked (a call that creates nothing). A
+    session Spark no longer knows stays unnamed: the idle sweep finds its
+    daemons.
+    """
+    try:
+        found = upstream.server_side_session_id or await upstream.current_server_side_session_id()
+    except ConnectPluginError as exc:
+        log.info("session %s: no server-side session to name: %s", session.session_id, exc)
+        return
+    registry.record_server_side_session(session, found)
+
+
+def stop_ended(session: Session) -> None:
+    """Stop the daemons of a session the gateway forgot (``SessionRelease``'s ``ended``), on a
+    worker thread: looking through ``/proc`` takes time the event loop must not wait for."""
+    server_side = session.server_side_session_id
+    if not server_side:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        _stop_quietly(server_side)
+        return
+    loop.run_in_executor(None, _stop_quietly, server_side)
+
+
+def _stop_quietly(server_side_session_id: str) -> None:
+    try:
+        stop_session(server_side_session_id)
+    except OSError:
+        log.exception("stopping the Python workers of session %s failed", server_side_session_id)
+
+
+def _processes(proc: Path) -> Iterator[tuple[int, bytes, bytes]]:
+    """(pid, status, cmdline) of every process that can be read."""
+    try:
+        entries = list(os.scandir(proc))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (Path(entry.path) / "status").read_bytes()
+            cmdline = (Path(entry.path) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        yield int(entry.name), status, cmdline
+
+
+def _field(status: bytes, name: bytes) -> int | None:
+    """The first number of a ``/proc/<pid>/status`` line (``PPid:``, ``Uid:``)."""
+    start = status.find(b"\n" + name)
+    if start < 0:
+        return None
+    line = status[start + len(name) + 1 :].split(b"\n", 1)[0].split()
+    return int(line[0]) if line and line[0].isdigit() else None
+
+
+def _session_of(process: Path) -> str | None:
+    try:
+        environment = (process / "environ").read_bytes()
+    except OSError:
+        return None
+    for variable in environment.split(b"\0"):
+        if variable.startswith(SESSION_VARIABLE):
+            return variable[len(SESSION_VARIABLE) :].decode("ascii", "replace")
+    return None
+
+
+def _terminate(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        log.warning("cannot stop Python worker daemon %d: not permitted", pid)

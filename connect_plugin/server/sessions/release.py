@@ -1,0 +1,103 @@
+"""The end of a session: everything the gateway keeps about it goes, in one place.
+
+A session ends when its client releases it, when the gateway expires it,
+when the upstream no longer has it, or when a clone of it could not be made.
+Each way ends in ``SessionRelease.forget``: the session turns ``RELEASING``
+(new statements wait), the statement running in it finishes, its tables'
+rows are marked dropping, its object is forgotten (``GONE``), its folder
+goes, then its rows. A crash in between is finished at the next start,
+which finds the session gone upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from connect_plugin.errors import WorkspaceError
+from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionRegistry
+from connect_plugin.server.sessions.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class SessionRelease:
+    """Forgets sessions that are gone: their tables, folder, rows and object."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        workspace: Workspace,
+        ended: Callable[[Session], object] | None = None,
+    ) -> None:
+        """``ended`` is told of each session forgotten (to stop its Python workers)."""
+        self._registry = registry
+        self._workspace = workspace
+        self._ended = ended
+
+    async def forget(self, session: Session, *, lost: str | None = None) -> bool:
+        """Forget ``session`` once the statement running in it has finished.
+
+        With ``lost`` (the server-side session found gone), nothing happens
+        if the session has been seen under another server-side session since
+        (a CTTAS started one). False when the session lives on.
+        """
+        if session.state is Lifecycle.GONE:
+            return False
+        if lost is not None and session.server_side_session_id != lost:
+            return False
+        before = session.state
+        session.move_to(Lifecycle.RELEASING)
+        async with session.lock:
+            if lost is not None and session.server_side_session_id != lost:
+                log.info("session %s lives on in a new upstream session", session.session_id)
+                session.move_to(before)
+                return False
+            self.discard(session)
+        return True
+
+    def discard(self, session: Session) -> bool:
+        """Delete a gone session's tables, folder and rows; False if the folder stays.
+
+        The caller holds the session's lock (or owns the object outright).
+        When the folder cannot be deleted the rows stay, for the next start.
+        """
+        tables = list(session.tables.values())
+        for table in tables:
+            log.info("Temporary table [%s] is being dropped.", table.name)
+        if tables:
+            self._registry.begin_drop(tables)
+            session.tables.clear()
+        self._registry.forget(session)
+        if self._ended is not None:
+            self._ended(session)
+        if not self._registry.shares_folder(session):
+            try:
+                self._workspace.remove_session(session.session_id)
+            except WorkspaceError:
+                log.exception("session %s: its folder stays for the next start", session.session_id)
+                return False
+        if session.stored:
+            self._registry.remove_session(session)
+        return True
+
+
+async def to_the_end(work: Awaitable[None]) -> None:
+    """Await ``work`` to its end even if the caller is cancelled meanwhile (re-raised after).
+
+    Undoing a half-made table or clone must finish although the client that
+    asked for it went away.
+    """
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                break
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError

@@ -1,0 +1,353 @@
+"""CREATE TEMPORARY TABLE ... [AS SELECT]: write the files, name them, or undo every step.
+
+Spark does the data work in the user's own session: the query result (for
+a declared table without a query, no rows of its declared columns) is
+written under ``<workspace>/<session_id>/<uuid>/``, the folder is made
+private, and a temporary view over the files gives the table its name. Each
+step is recorded in the registry before or after it happens, and every step
+that fails undoes the ones before it, so a failed statement leaves no files,
+no view and no registry entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.types import StructType
+
+from connect_plugin.config import TEMP_TABLE_FORMATS, Config
+from connect_plugin.errors import (
+    ConnectPluginError,
+    RegistryError,
+    TempTableError,
+    TempTableExists,
+    TempTableNotFound,
+    WorkspaceError,
+)
+from connect_plugin.server.sessions.liveness import Liveness, liveness_of, probe
+from connect_plugin.server.sessions.quotas import Quotas
+from connect_plugin.server.sessions.registry import Session, SessionRegistry
+from connect_plugin.server.sessions.release import to_the_end
+from connect_plugin.server.sessions.table_names import check_table_name
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.views import create_view, drop_view, temp_view_names
+from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.sessions.writes import (
+    ProgressSink,
+    Written,
+    remove_for_good,
+    stop_write,
+    write_files,
+)
+from connect_plugin.server.statements import results
+from connect_plugin.server.tables.table_formats import layout
+from connect_plugin.server.tables.table_input import check_shape, shaped_input
+from connect_plugin.server.tables.value_checks import checked, rules
+from connect_plugin.server.transport.requests import CreateTempTable, Name
+from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
+
+log = logging.getLogger(__name__)
+
+SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """The new rows of a table, in its columns, and the observed metrics to report."""
+
+    relation: spark_proto.Relation
+    metric: str = ""
+    """The name of the observation in ``relation`` that counts the changes (if any)."""
+    counting: spark_proto.Relation | None = None
+    """The same counts as one row, for when Spark sends no observed metrics with a write."""
+    check: Callable[[Written], Awaitable[None]] | None = None
+    """Raises when the written rows must not become the table (the write is undone)."""
+
+
+class TableCreator:
+    """Creates temp tables in their sessions, and undoes the ones that fail."""
+
+    def __init__(
+        self, config: Config, registry: SessionRegistry, workspace: Workspace, upstream: Upstream
+    ) -> None:
+        self._config = config
+        self._registry = registry
+        self._workspace = workspace
+        self._upstream = upstream
+        self._quotas = Quotas(config, registry)
+
+    async def create(
+        self, context: SessionContext, request: CreateTempTable, progress: ProgressSink
+    ) -> spark_proto.Relation:
+        name = check_table_name(request.name)
+        upstream = self._upstream.session(context)
+        key = name.lower()
+        waiting = self._registry.open(context.user_id, context.session_id)
+        waiting.creating[key] += 1
+        try:
+            async with self._registry.statement(context.user_id, context.session_id) as session:
+                if session is not waiting:
+                    session.creating[key] += 1
+                    waiting.creating[key] -= 1
+                    waiting = session
+                return await self._create(session, context, upstream, request, name, progress)
+        finally:
+            waiting.creating[key] -= 1
+            if not waiting.creating[key]:
+                del waiting.creating[key]
+
+    async def _create(
+        self,
+        session: Session,
+        context: SessionContext,
+        upstream: UpstreamSession,
+        request: CreateTempTable,
+        name: str,
+        progress: ProgressSink,
+    ) -> spark_proto.Relation:
+        await self._drop_if_lost(upstream, session)
+        existing = session.tables.get(name.lower())
+        taken = existing is not None or name.lower() in await temp_view_names(upstream)
+        if taken and request.if_not_exists:
+            return results.status(False, self._exists_message(name))
+        if taken and not request.or_replace:
+            raise TempTableExists(
+                self._exists_message(name) + "; drop it first or use CREATE OR REPLACE"
+            )
+        self._quotas.check_new_table(session, name, existing)
+        fmt = await self._format(upstream, request.format, name)
+        source = await shaped_input(upstream, request, name)
+        written = check_shape(source.schema, request.partition_columns, fmt, name)
+        files = layout(name, fmt, written, request.partition_columns, request.options)
+        relation = checked(source.relation, name, rules(fmt, written, request.partition_columns))
+        log.info("Temporary table [%s] is being created.", name)
+        try:
+            location = self._workspace.new_table_folder(context.session_id)
+        except WorkspaceError as exc:
+            raise WorkspaceError(f"Temporary table [{name}] was not created: {exc}") from exc
+        table = TempTable(
+            name=name,
+            location=location,
+            format=fmt,
+            schema_json=written.json(),
+            partition_columns=request.partition_columns,
+            options=files.options,
+            rows=0,
+            created=datetime.datetime.now(datetime.timezone.utc),
+        )
+        done = await self._write_and_swap(
+            session, upstream, table, relation, existing, taken=taken, progress=progress
+        )
+        return results.created(name, done.rows)
+
+    async def rewrite(
+        self,
+        context: SessionContext,
+        name: Name,
+        rows_of: Callable[[UpstreamSession, TempTable], Awaitable[Rewrite]],
+        progress: ProgressSink,
+    ) -> tuple[TempTable, Written]:
+        """Replace a temp table by ``rows_of`` it, written into a new folder of the session.
+
+        The table keeps its name, format, columns, partitioning, options and
+        creation time; its view moves to the new files only once they are
+        written, so a failure leaves the table as it was and no folder behind.
+        """
+        upstream = self._upstream.session(context)
+        async with self._registry.statement(context.user_id, context.session_id) as session:
+            table = session.tables.get(name.name.lower())
+            if table is None:
+                raise TempTableNotFound(f"Temporary table [{name}] not found in this session")
+            rewrite = await rows_of(upstream, table)
+            schema = StructType.fromJson(json.loads(table.schema_json))
+            relation = checked(
+                rewrite.relation, table.name, rules(table.format, schema, table.partition_columns)
+            )
+            log.info("Temporary table [%s] is being rewritten.", table.name)
+            try:
+                location = self._workspace.new_table_folder(context.session_id)
+            except WorkspaceError as exc:
+                raise WorkspaceError(
+                    f"Temporary table [{table.name}] was not changed: {exc}"
+                ) from exc
+            new = dataclasses.replace(table, location=location, rows=0, size=None)
+
+            async def counted(written: Written) -> Written:
+                if rewrite.counting is None or rewrite.metric in written.observed:
+                    return written
+                log.info("Spark sent no counts with the rewrite of [%s]; counting", table.name)
+                (row,) = await upstream.rows(rewrite.counting)
+                counts = [v for v in row.values() if isinstance(v, int)]
+                observed = {**written.observed, rewrite.metric: counts}
+                return dataclasses.replace(written, observed=observed)
+
+            async def checked_counts(written: Written) -> Written:
+                written = await counted(written)
+                if rewrite.check is not None:
+                    await rewrite.check(written)
+                return written
+
+            written = await self._write_and_swap(
+                session,
+                upstream,
+                new,
+                relation,
+                table,
+                taken=True,
+                progress=progress,
+                outcome="was not changed",
+                metrics=(rewrite.metric,) if rewrite.metric else (),
+                before_swap=checked_counts,
+            )
+            changed = session.tables[table.key]
+        return changed, written
+
+    async def _write_and_swap(
+        self,
+        session: Session,
+        upstream: UpstreamSession,
+        table: TempTable,
+        relation: spark_proto.Relation,
+        existing: TempTable | None,
+        *,
+        taken: bool,
+        progress: ProgressSink,
+        outcome: str = "was not created",
+        metrics: Sequence[str] = (),
+        before_swap: Callable[[Written], Awaitable[Written]] | None = None,
+    ) -> Written:
+        """Write ``table``'s files, check the quota, give it its name, forget ``existing``:
+        every step or, on any failure (the client gone too), none (caller holds the lock)."""
+        operation_id = str(uuid.uuid4())
+        self._registry.begin_create(session, table, operation_id, upstream.server_side_session_id)
+        viewing = False
+        session.writes[operation_id] = table.name
+        try:
+            written = await write_files(
+                upstream,
+                relation,
+                table,
+                partition_columns=table.partition_columns,
+                options=table.options,
+                progress=progress,
+                operation_id=operation_id,
+                outcome=outcome,
+                metrics=metrics,
+            )
+            del session.writes[operation_id]
+            if before_swap is not None:
+                written = await before_swap(written)
+            size = await asyncio.to_thread(self._workspace.secure, table.location)
+            table = dataclasses.replace(table, size=size)
+            self._quotas.check_written(session, table, existing, outcome=outcome)
+            viewing = True
+            await create_view(upstream, table, replace=taken, outcome=outcome)
+        except BaseException:
+            session.writes.pop(operation_id, None)
+            # Also when the client went away (cancelled): the undo must run to its end.
+            # A name taken by a plain view of the client's is not ours to give back.
+            undo_view = viewing and (existing is not None or not taken)
+            await to_the_end(self._undo(upstream, table, operation_id, existing, undo_view))
+            raise
+        table = dataclasses.replace(table, rows=written.rows)
+        self._registry.finish_create(session, table, replaced=existing)
+        if existing is not None:
+            replaced = existing
+            self._registry.after_other_calls(session, lambda: self._remove_files(replaced))
+        return written
+
+    async def _undo(
+        self,
+        upstream: UpstreamSession,
+        table: TempTable,
+        operation_id: str,
+        replaced: TempTable | None,
+        undo_view: bool,
+    ) -> None:
+        """Undo a failed or abandoned CTTAS: stop Spark's write, give the name back, delete.
+
+        If the upstream cannot say the write stopped, the row stays
+        ``creating`` for the next start to finish.
+        """
+        try:
+            await stop_write(upstream, operation_id, table.name, self._config.recovery_timeout_s)
+            if undo_view and replaced is not None:
+                await create_view(upstream, replaced, replace=True)
+            elif undo_view:
+                await drop_view(upstream, table.name)
+        except ConnectPluginError as exc:
+            if liveness_of(exc) is not Liveness.GONE:
+                log.warning(
+                    "Temporary table [%s]: cannot undo its creation now (%s); the next start "
+                    "finishes it",
+                    table.name,
+                    exc,
+                )
+                return
+        try:
+            await remove_for_good(
+                lambda: self._workspace.remove(table.location), self._config.recovery_timeout_s
+            )
+            self._registry.remove([table])
+        except (WorkspaceError, RegistryError):
+            # The client hears why the CTTAS failed, not why its undo did.
+            log.exception("Temporary table [%s]: the next start finishes undoing it", table.name)
+
+    async def _drop_if_lost(self, upstream: UpstreamSession, session: Session) -> None:
+        """Drop tables left from an upstream session that is gone (caller holds the lock).
+
+        A restarted upstream makes a new session for a known id, and a client
+        that does not say which server-side session it saw (the stock client
+        does) gets no SESSION_CHANGED; its old tables' views are gone.
+        """
+        known = session.server_side_session_id
+        if not known or not session.tables:
+            return
+        found = await probe(upstream, known, self._config.recovery_timeout_s)
+        if found.liveness is not Liveness.GONE:
+            return
+        log.info(
+            "Session [%s] is a new one on the Spark Connect server; its earlier temporary "
+            "tables go.",
+            session.session_id,
+        )
+        tables = list(session.tables.values())
+        self._registry.begin_drop(tables)
+        session.tables.clear()
+        for table in tables:
+            self._remove_files(table)
+
+    def _remove_files(self, table: TempTable) -> None:
+        """Delete the files of a dropped table; if that fails its row stays for the next start."""
+        try:
+            self._workspace.remove(table.location)
+        except WorkspaceError:
+            log.exception("deleting the files of temporary table [%s] failed", table.name)
+            return
+        self._registry.remove([table])
+
+    def _exists_message(self, name: str) -> str:
+        return (
+            f"A table or view with given name [{name}] already exists in schema "
+            "[session]"
+        )
+
+    async def _format(self, upstream: UpstreamSession, given: str | None, name: str) -> str:
+        fmt = given
+        if not fmt:
+            fmt = (await upstream.config([SESSION_FORMAT_KEY])).get(SESSION_FORMAT_KEY)
+        fmt = (fmt or self._config.temp_table_format).lower()
+        if fmt not in TEMP_TABLE_FORMATS:
+            raise TempTableError(
+                f"unknown format [{fmt}] for temporary table [{name}]; use one of "
+                + ", ".join(TEMP_TABLE_FORMATS)
+            )
+        return fmt

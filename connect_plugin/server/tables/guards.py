@@ -1,0 +1,404 @@
+"""Guards: Spark statements that would break a temp table behind the gateway's back.
+
+A view may not take a temp table's name, a persistent view may not read
+one, DROP VIEW and ``spark.catalog.dropTempView`` may not drop one, ALTER
+may not change or rename one, and INSERT into one is checked where its
+format needs it and makes the files it adds private. Each is recognised from SQL or a DataFrame command and otherwise
+goes to Spark unchanged; they matter only to sessions that have temp tables.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin.config import Config
+from connect_plugin.errors import TempTableError
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.views import files_relation
+from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
+from connect_plugin.server.statements.recognition import Cursor
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import Rewrite, TableCreator
+from connect_plugin.server.tables.inserts import (
+    checked_input,
+    run_insert,
+    table_rows,
+    table_rules,
+)
+from connect_plugin.server.tables.value_checks import NOT_NULL
+from connect_plugin.server.transport.plans import deep_messages
+from connect_plugin.server.transport.requests import (
+    AlterView,
+    CreatePersistentView,
+    CreateTempView,
+    DropView,
+    InsertInto,
+    Name,
+)
+from connect_plugin.server.transport.spark_sql import literal
+from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
+
+CREATE = frozenset(("CREATE",))
+
+
+class DropViewHandler(Handler[DropView]):
+    """DROP VIEW on a temp table is an error (IF EXISTS: ok = false); so is dropTempView."""
+
+    request_type = DropView
+    sql_keywords = frozenset(("DROP",))
+    needs_tables = True
+
+    def __init__(self, config: Config, tables: Tables) -> None:
+        self._config = config
+        self._tables = tables
+
+    @classmethod
+    def parse(cls, cursor: Cursor) -> DropView | None:
+        if not cursor.accept("DROP", "VIEW"):
+            return None
+        if_exists = cursor.accept("IF", "EXISTS")
+        return DropView(cursor.name("a view name"), if_exists)
+
+    @classmethod
+    def from_plan(cls, plan: spark_proto.Plan) -> DropView | None:
+        if plan.HasField("root") and plan.root.HasField("catalog"):
+            catalog = plan.root.catalog
+            if catalog.HasField("drop_temp_view"):
+                return DropView(Name((catalog.drop_temp_view.view_name,)), if_exists=False)
+        return None
+
+    async def execute(self, call: Call, request: DropView) -> Outcome:
+        if self._tables.lookup(call.context, request.name) is None:
+            return FORWARD
+        if not request.if_exists:
+            raise TempTableError(
+                f"[{request.name}] is not a VIEW but a temporary table of this session; "
+                f"drop it with DROP TABLE {request.name}"
+            )
+        return Outcome(
+            results.status(
+                False,
+                f"View [{request.name}] not found in schema [session].",
+            )
+        )
+
+
+class InsertIntoHandler(Handler[InsertInto]):
+    """INSERT into a temp table: its values checked where its format needs it, its files private.
+
+    Most tables hold every value of their column types, and the INSERT goes
+    to Spark as it came. Where the format refuses some values (see
+    ``value_checks``), a DataFrame ``insertInto`` gets the check in its input
+    and a SQL ``INSERT INTO|OVERWRITE [TABLE] name [(columns)] <query>`` is
+    run by the gateway with the check; an INSERT with a PARTITION or REPLACE
+    clause or BY NAME into such a table is refused, since its rows cannot be
+    checked as they will be stored.
+    """
+
+    request_type = InsertInto
+    sql_keywords = frozenset(("INSERT",))
+    needs_tables = True
+
+    def __init__(
+        self, tables: Tables, creator: TableCreator, upstream: Upstream, stop_timeout_s: float
+    ) -> None:
+        self._tables = tables
+        self._creator = creator
+        self._upstream = upstream
+        self._stop_timeout_s = stop_timeout_s
+
+    @classmethod
+    def parse(cls, cursor: Cursor) -> InsertInto | None:
+        if cursor.accept("INSERT", "INTO"):
+            overwrite = False
+        elif cursor.accept("INSERT", "OVERWRITE"):
+            overwrite = True
+        else:
+            return None
+        cursor.accept("TABLE")
+        name = cursor.name("a table name")
+        columns: tuple[str, ...] = ()
+        if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
+            start = cursor.at
+            try:
+                columns = cursor.name_list("column names")
+            except TempTableError:
+                # Spark's to judge when the table is not a temp table; ours to refuse if it is.
+                cursor.at = start
+                return InsertInto(name, overwrite, clause="a column list")
+        clause = _insert_clause(cursor)
+        query = cursor.rest()
+        if clause or not query.strip():
+            return InsertInto(name, overwrite, clause=clause or "no query")
+        return InsertInto(name, overwrite, query=cursor.sql.relation_of(query), columns=columns)
+
+    @classmethod
+    def from_plan(cls, plan: spark_proto.Plan) -> InsertInto | None:
+        if not plan.HasField("command"):
+            return None
+        if plan.command.HasField("write_operation_v2"):
+            return _written_to(plan.command.write_operation_v2)
+        if not plan.command.HasField("write_operation"):
+            return None
+        write = plan.command.write_operation
+        if not write.HasField("table"):
+            return None
+        name = Name(tuple(write.table.table_name.split(".")))
+        modes = spark_proto.WriteOperation.SaveMode
+        method = spark_proto.WriteOperation.SaveTable.TableSaveMethod
+        if write.table.save_method == method.TABLE_SAVE_METHOD_INSERT_INTO:
+            return InsertInto(name, write.mode == modes.SAVE_MODE_OVERWRITE, write=write)
+        if write.mode == modes.SAVE_MODE_IGNORE:
+            return InsertInto(name, ignore=True)
+        if write.mode in (modes.SAVE_MODE_APPEND, modes.SAVE_MODE_OVERWRITE):
+            return InsertInto(
+                name,
+                write.mode == modes.SAVE_MODE_OVERWRITE,
+                query=write.input,
+                by_name=True,
+            )
+        return InsertInto(
+            name,
+            refusal=f"saveAsTable: temporary table [{name}] already exists; write into it "
+            "with mode('append') or mode('overwrite')",
+        )
+
+    async def execute(self, call: Call, request: InsertInto) -> Outcome:
+        table = self._tables.lookup(call.context, request.name)
+        if table is None:
+            return FORWARD
+        if request.refusal:
+            raise TempTableError(request.refusal)
+        if request.ignore:
+            return Outcome(results.refreshed(table.name))
+        query = request.write.input if request.write is not None else request.query
+        if request.overwrite and query is not None:
+            await self._overwrite(call, request, query)
+            return Outcome(results.refreshed(table.name))
+
+        async def secure() -> None:
+            await self._tables.written(call.context, request.name)
+
+        if request.by_name and query is not None:
+            upstream = self._upstream.session(call.context)
+            await run_insert(
+                upstream,
+                table,
+                await table_rows(upstream, table, query, by_name=True),
+                (),
+                progress=call.progress,
+                stop_timeout_s=self._stop_timeout_s,
+            )
+            await secure()
+            return Outcome(results.refreshed(table.name))
+
+        found = table_rules(table)
+        if not found:
+            return Outcome(after=secure)
+        upstream = self._upstream.session(call.context)
+        if request.write is not None:
+            if request.write.HasField("input"):
+                source = await checked_input(upstream, table, request.write.input)
+                with deep_messages():
+                    request.write.input.CopyFrom(source)
+            return Outcome(after=secure)
+        if request.query is None:
+            held = ", ".join(f"[{r.column}]" for r in found if r.refuser != NOT_NULL)
+            not_null = ", ".join(f"[{r.column}]" for r in found if r.refuser == NOT_NULL)
+            why = " and ".join(
+                [f"{table.format} cannot hold some values of {held}"] * bool(held)
+                + [f"{not_null} are declared NOT NULL"] * bool(not_null)
+            )
+            raise TempTableError(
+                f"INSERT into temporary table [{table.name}] with {request.clause} cannot be "
+                f"checked: {why}, and such an INSERT is not checked as it is stored; write "
+                f"INSERT INTO {table.name} [(columns)] SELECT ..."
+            )
+        await run_insert(
+            upstream,
+            table,
+            request.query,
+            request.columns,
+            progress=call.progress,
+            stop_timeout_s=self._stop_timeout_s,
+        )
+        await secure()
+        return Outcome(results.refreshed(table.name))
+
+    async def _overwrite(
+        self, call: Call, request: InsertInto, query: spark_proto.Relation
+    ) -> None:
+        """Replace the table's rows (those ``request.condition`` holds for, if it has one) by
+        the query's, as a rewrite: a failing overwrite leaves the table as it was."""
+
+        async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
+            rows = await table_rows(
+                upstream, table, query, request.columns, by_name=request.by_name
+            )
+            if request.condition is None:
+                return Rewrite(rows)
+            kept = spark_proto.Relation()
+            kept.filter.input.CopyFrom(files_relation(table))
+            keep = kept.filter.condition.unresolved_function
+            keep.function_name = "not"
+            held = keep.arguments.add().unresolved_function
+            held.function_name = "coalesce"
+            with deep_messages():
+                held.arguments.add().CopyFrom(request.condition)
+            held.arguments.append(literal(False))
+            both = spark_proto.Relation()
+            with deep_messages():
+                both.set_op.left_input.CopyFrom(kept)
+                both.set_op.right_input.CopyFrom(rows)
+            both.set_op.set_op_type = spark_proto.SetOperation.SetOpType.SET_OP_TYPE_UNION
+            both.set_op.is_all = True
+            return Rewrite(both)
+
+        await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
+
+
+_QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
+
+
+def _written_to(write: spark_proto.WriteOperationV2) -> InsertInto:
+    """``DataFrame.writeTo(name)``: append and overwrite write into a temp table of that name;
+    the rest would make a table beside it and are refused."""
+    name = Name(tuple(write.table_name.split(".")))
+    modes = spark_proto.WriteOperationV2.Mode
+    if write.mode == modes.MODE_APPEND:
+        return InsertInto(name, query=write.input, by_name=True)
+    if write.mode == modes.MODE_OVERWRITE:
+        condition = write.overwrite_condition if write.HasField("overwrite_condition") else None
+        return InsertInto(name, True, query=write.input, by_name=True, condition=condition)
+    how = {
+        modes.MODE_CREATE: "create()",
+        modes.MODE_REPLACE: "replace()",
+        modes.MODE_CREATE_OR_REPLACE: "createOrReplace()",
+        modes.MODE_OVERWRITE_PARTITIONS: "overwritePartitions()",
+    }.get(write.mode, "this write")
+    return InsertInto(
+        name,
+        refusal=f"writeTo([{name}]).{how}: [{name}] is a temporary table of this session, "
+        "and this would make another table of that name beside it; use append() or "
+        f"overwrite(condition), or CREATE OR REPLACE TEMPORARY TABLE {name} AS ...",
+    )
+
+
+def _insert_clause(cursor: Cursor) -> str:
+    """What stands between an INSERT's table name (and column list) and its query ('' when
+    nothing does)."""
+    for words, clause in (
+        (("PARTITION",), "a PARTITION clause"),
+        (("BY", "NAME"), "BY NAME"),
+        (("REPLACE",), "a REPLACE clause"),
+        (("IF",), "IF NOT EXISTS"),
+    ):
+        if cursor.peek(*words):
+            return clause
+    return ""
+
+
+class CreateTempViewHandler(Handler[CreateTempView]):
+    """A temp view may not take a temp table's name (it would orphan the table's files)."""
+
+    request_type = CreateTempView
+    sql_keywords = CREATE
+    needs_tables = True
+
+    def __init__(self, tables: Tables) -> None:
+        self._tables = tables
+
+    @classmethod
+    def parse(cls, cursor: Cursor) -> CreateTempView | None:
+        if not cursor.accept("CREATE"):
+            return None
+        cursor.accept("OR", "REPLACE")
+        if not cursor.accept("TEMPORARY|TEMP", "VIEW"):
+            return None
+        cursor.accept("IF", "NOT", "EXISTS")
+        return CreateTempView(cursor.name("a view name"))
+
+    @classmethod
+    def from_plan(cls, plan: spark_proto.Plan) -> CreateTempView | None:
+        if plan.HasField("command") and plan.command.HasField("create_dataframe_view"):
+            return CreateTempView(Name((plan.command.create_dataframe_view.name,)))
+        return None
+
+    async def execute(self, call: Call, request: CreateTempView) -> Outcome:
+        if self._tables.lookup(call.context, request.name) is not None:
+            raise TempTableError(
+                f"[{request.name}] is a temporary table of this session; drop it with DROP "
+                f"TABLE {request.name} before using the name for a view"
+            )
+        return FORWARD
+
+
+class CreatePersistentViewHandler(Handler[CreatePersistentView]):
+    """A persistent view may not read a temp table (Drill's message, before Spark's)."""
+
+    request_type = CreatePersistentView
+    sql_keywords = CREATE
+    needs_tables = True
+
+    def __init__(self, tables: Tables) -> None:
+        self._tables = tables
+
+    @classmethod
+    def parse(cls, cursor: Cursor) -> CreatePersistentView | None:
+        if not cursor.accept("CREATE"):
+            return None
+        cursor.accept("OR", "REPLACE")
+        if not cursor.accept("VIEW"):
+            return None
+        cursor.accept("IF", "NOT", "EXISTS")
+        name = cursor.name("a view name")
+        sources: list[Name] = []
+        while not cursor.done():
+            if cursor.accept("FROM|JOIN") and not cursor.peek("("):
+                try:
+                    sources.append(cursor.name("a relation name"))
+                except TempTableError:
+                    continue
+            else:
+                cursor.at += 1
+        return CreatePersistentView(name, tuple(sources))
+
+    async def execute(self, call: Call, request: CreatePersistentView) -> Outcome:
+        for source in request.sources:
+            if len(source.parts) == 1 and self._tables.lookup(call.context, source) is not None:
+                raise TempTableError(
+                    f"A reference to temporary table [{source}] was made in a context where "
+                    f"temporary table references are not allowed (persistent view "
+                    f"[{request.name}])."
+                )
+        return FORWARD
+
+
+class AlterViewHandler(Handler[AlterView]):
+    """ALTER VIEW / ALTER TABLE of a temp table would change or rename it behind the gateway."""
+
+    request_type = AlterView
+    sql_keywords = frozenset(("ALTER",))
+    needs_tables = True
+
+    def __init__(self, tables: Tables) -> None:
+        self._tables = tables
+
+    @classmethod
+    def parse(cls, cursor: Cursor) -> AlterView | None:
+        if not cursor.accept("ALTER"):
+            return None
+        kind = "VIEW" if cursor.accept("VIEW") else "TABLE" if cursor.accept("TABLE") else ""
+        if not kind:
+            return None
+        return AlterView(cursor.name(f"a {kind.lower()} name"), f"ALTER {kind}")
+
+    async def execute(self, call: Call, request: AlterView) -> Outcome:
+        if self._tables.lookup(call.context, request.name) is not None:
+            raise TempTableError(
+                f"[{request.name}] is a temporary table of this session; {request.statement} "
+                "cannot change it: replace it with CREATE OR REPLACE TEMPORARY TABLE, or drop "
+                "it with DROP TABLE"
+            )
+        return FORWARD

@@ -1,0 +1,237 @@
+"""Values a temp-table format cannot hold within a type it holds, refused as they are written.
+
+A few values of held types would not read back as written, whatever the
+options: text has no NULL and a line break ends its row; json and csv write
+strings as UTF-8 text, so a string that is not valid UTF-8 (``CAST(X'FF' AS
+STRING)``) would come back with U+FFFD in it; orc moves dates and timestamps
+in the days the Julian-to-Gregorian switch skipped (1582-10-05 to -14); a
+partition value of ``''`` or ``__HIVE_DEFAULT_PARTITION__`` reads back NULL,
+one that is not UTF-8 is changed by the folder name, and a NUL character
+cannot be in a folder name at all.
+
+Such values can only be seen once the query runs, so the write is given a
+filter that raises an error naming the table, the column and what it holds
+on the first such row: the job fails, Spark commits no file, and the caller
+deletes the folder as it does for any failed write. The predicates are Spark
+SQL over the value as it will be stored, nested values included.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefinedType
+
+from connect_plugin.server.tables.table_formats import holders, kind
+from connect_plugin.server.transport.plans import deep_messages
+from connect_plugin.server.transport.spark_sql import literal, quote_identifier
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_ORC_SKIPPED_DAYS = ("1582-10-05", "1582-10-14")
+"""Dates orc moves by ten days (Spark writes orc in the Julian-Gregorian calendar)."""
+_ORC_SKIPPED_MICROS = tuple(
+    int((datetime.datetime(1582, 10, day, tzinfo=datetime.timezone.utc) - _EPOCH).total_seconds())
+    * 1_000_000
+    for day in (4, 16)
+)
+"""Timestamps near those days: orc moves the ones that fall on them in the server JVM's
+time zone, so a day more on each side covers every zone."""
+_NOT_UTF8 = "NOT is_valid_utf8({})"
+
+Atomic = Callable[[str, DataType], str | None]
+"""A predicate (Spark SQL) over a value of a flat type that is true when it cannot be held."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Values of one column that its table's format cannot hold."""
+
+    column: str
+    data_type: DataType
+    predicate: Callable[[str], str]
+    """The SQL predicate over the column's value given as an expression."""
+    holds: str
+    """What the refused values are, for the error."""
+    refuser: str
+    """What cannot hold them: the format, a partition folder name, or ``NOT_NULL``."""
+    advice: str
+
+
+NOT_NULL = "NOT NULL"
+"""The refuser of NULL in a column declared NOT NULL."""
+
+
+def rules(fmt: str, written: StructType, partition_columns: Sequence[str]) -> list[Rule]:
+    """The value rules of a table's columns (none when every value of every column is held).
+
+    A column the written schema says is not nullable was declared NOT NULL
+    (the schema of a query's result is stored nullable): Spark's file tables
+    read every column back nullable and never refuse a NULL, so the gateway
+    does, as Databricks SQL and PostgreSQL do.
+    """
+    partitions = {c.lower() for c in partition_columns}
+    found = []
+    for field in written.fields:
+        if not field.nullable:
+            found.append(_not_null_rule(field.name, field.dataType))
+        if field.name.lower() in partitions:
+            rule = _partition_rule(field.name, field.dataType)
+        elif fmt == "text":
+            rule = _text_rule(field.name, field.dataType)
+        else:
+            rule = _format_rule(fmt, field.name, field.dataType)
+        if rule is not None:
+            found.append(rule)
+    return found
+
+
+def _partition_rule(column: str, data_type: DataType) -> Rule | None:
+    if kind(data_type) != "string":
+        return None
+    return Rule(
+        column,
+        data_type,
+        lambda e: (
+            f"{e} = '' OR {e} = '{HIVE_DEFAULT_PARTITION}' OR instr({e}, chr(0)) > 0 OR "
+            + _NOT_UTF8.format(e)
+        ),
+        f"'', '{HIVE_DEFAULT_PARTITION}', a NUL character or a string that is not UTF-8",
+        "a partition folder name",
+        "such a value reads back as NULL or changed; keep the column as a data column, or "
+        "partition by another one",
+    )
+
+
+def _not_null_rule(column: str, data_type: DataType) -> Rule:
+    return Rule(
+        column,
+        data_type,
+        lambda e: f"{e} IS NULL",
+        "NULL",
+        NOT_NULL,
+        "give the column a value in every row, or declare it without NOT NULL",
+    )
+
+
+def _text_rule(column: str, data_type: DataType) -> Rule:
+    return Rule(
+        column,
+        data_type,
+        lambda e: f"{e} IS NULL OR instr({e}, chr(10)) > 0 OR instr({e}, chr(13)) > 0",
+        "NULL or a line break",
+        "text",
+        "text keeps one line per row and has no NULL; use json, csv, parquet or orc",
+    )
+
+
+def _format_rule(fmt: str, column: str, data_type: DataType) -> Rule | None:
+    atomic = _ATOMIC.get(fmt)
+    if atomic is None or nested_predicate("x", data_type, atomic) is None:
+        return None
+    what = {"json": "a string that is not UTF-8", "csv": "a string that is not UTF-8"}.get(
+        fmt,
+        f"a date or timestamp in the days {_ORC_SKIPPED_DAYS[0]} to {_ORC_SKIPPED_DAYS[1]} "
+        "(orc moves them by ten days)",
+    )
+    others = ", ".join(f for f in holders(data_type) if f not in (fmt, "text"))
+    return Rule(
+        column,
+        data_type,
+        lambda e: nested_predicate(e, data_type, atomic) or "false",
+        what,
+        fmt,
+        f"use {others}" if others else "cast it to another type",
+    )
+
+
+def _utf8_atomic(expression: str, data_type: DataType) -> str | None:
+    return _NOT_UTF8.format(expression) if kind(data_type) == "string" else None
+
+
+def _orc_atomic(expression: str, data_type: DataType) -> str | None:
+    if kind(data_type) == "date":
+        low, high = _ORC_SKIPPED_DAYS
+        return f"{expression} BETWEEN DATE'{low}' AND DATE'{high}'"
+    if kind(data_type) == "timestamp":
+        low_micros, high_micros = _ORC_SKIPPED_MICROS
+        return f"unix_micros({expression}) BETWEEN {low_micros} AND {high_micros - 1}"
+    return None
+
+
+_ATOMIC: dict[str, Atomic] = {"json": _utf8_atomic, "csv": _utf8_atomic, "orc": _orc_atomic}
+
+
+def nested_predicate(
+    expression: str, data_type: DataType, atomic: Atomic, depth: int = 0
+) -> str | None:
+    """``atomic`` applied to every flat value inside ``expression``, as one predicate."""
+    if isinstance(data_type, UserDefinedType):
+        return nested_predicate(expression, data_type.sqlType(), atomic, depth)
+    variable = f"__connect_plugin_v{depth}"
+    if isinstance(data_type, ArrayType):
+        inner = nested_predicate(variable, data_type.elementType, atomic, depth + 1)
+        return None if inner is None else f"exists({expression}, {variable} -> {inner})"
+    if isinstance(data_type, MapType):
+        parts = []
+        sides = (("map_keys", data_type.keyType), ("map_values", data_type.valueType))
+        for side, part_type in sides:
+            inner = nested_predicate(variable, part_type, atomic, depth + 1)
+            if inner is not None:
+                parts.append(f"exists({side}({expression}), {variable} -> {inner})")
+        return " OR ".join(f"({p})" for p in parts) or None
+    if isinstance(data_type, StructType):
+        parts = []
+        for field in data_type.fields:
+            inner = nested_predicate(
+                f"{expression}.{quote_identifier(field.name)}", field.dataType, atomic, depth
+            )
+            if inner is not None:
+                parts.append(inner)
+        return " OR ".join(f"({p})" for p in parts) or None
+    return atomic(expression, data_type)
+
+
+def checked(
+    relation: spark_proto.Relation,
+    name: str,
+    found: Sequence[Rule],
+    values: Callable[[Rule], str] | None = None,
+) -> spark_proto.Relation:
+    """``relation`` with a filter that fails the job on the first value ``found`` refuses.
+
+    ``values`` gives the expression of a rule's value in ``relation`` (its
+    column, by default).
+    """
+    if not found:
+        return relation
+    with deep_messages():
+        result = spark_proto.Relation()
+        result.filter.input.CopyFrom(relation)
+    case = result.filter.condition.unresolved_function
+    case.function_name = "when"
+    for rule in found:
+        value = values(rule) if values is not None else quote_identifier(rule.column)
+        condition = case.arguments.add()
+        condition.expression_string.expression = f"coalesce({rule.predicate(value)}, false)"
+        failure = case.arguments.add().unresolved_function
+        failure.function_name = "raise_error"
+        failure.arguments.append(literal(_message(name, rule)))
+    case.arguments.append(literal(True))
+    return result
+
+
+def _message(name: str, rule: Rule) -> str:
+    if rule.refuser == NOT_NULL:
+        return (
+            f"Temporary table [{name}]: column [{rule.column}] is declared NOT NULL and a row "
+            f"gives it NULL; the write stopped before committing any file ({rule.advice})"
+        )
+    return (
+        f"Temporary table [{name}]: column [{rule.column}] of type "
+        f"{rule.data_type.simpleString()} holds {rule.holds}, which {rule.refuser} cannot "
+        f"hold exactly; the write stopped before committing any file ({rule.advice})"
+    )

@@ -1,0 +1,588 @@
+"""Forwarding every SparkConnectService RPC to the upstream server.
+
+Requests and responses cross the gateway as bytes: responses are never
+decoded, and requests are decoded only for the RPCs whose messages can hold a
+plan (found from the service descriptor, so RPCs added upstream are covered
+without code changes). Metadata, deadlines, cancellation and error statuses
+with their trailers go through intact, so the client rebuilds the same
+exception Spark raised. One exception to the bytes: results that carry Python
+accumulator metrics for the Scala client, which cannot read them
+(``observed_metrics``). With metrics on, the results of a request that held a
+scan have their plan metrics read, and only those (``scan_rows``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
+
+import grpc
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.message_factory import GetMessageClass
+from pyspark.sql.connect.proto import base_pb2
+
+from connect_plugin.errors import ConnectPluginError, PlanError
+from connect_plugin.server.transport.clients import is_scala_client
+from connect_plugin.server.transport.observed_metrics import (
+    RESULT_METHODS,
+    without_python_accumulators,
+)
+from connect_plugin.server.transport.plans import decode as decode_request
+from connect_plugin.server.transport.status import abort_with, relay
+
+if TYPE_CHECKING:
+    from prometheus_client import Gauge
+
+log = logging.getLogger(__name__)
+
+SERVICE = base_pb2.DESCRIPTOR.services_by_name["SparkConnectService"]
+SERVICE_NAME = SERVICE.full_name
+
+_HOP_BY_HOP_METADATA = frozenset(
+    ("user-agent", "te", "content-type", "grpc-accept-encoding", "authorization")
+)
+"""Never forwarded: the transport's own headers, and the client's credentials for the gateway
+(the upstream's, if any, come from the gateway's channel)."""
+_UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
+"""Methods whose responses may name a server-side session other than the request's own."""
+
+Token = TypeVar("Token")
+
+
+class CallObserver(Protocol[Token]):
+    """Sees every call that names a session: its start, end, errors and responses.
+
+    ``begin`` returns a token for the call (None: not watched), which the
+    forwarder hands back on every later event of the same call. The forwarder
+    calls it on the hot path of every RPC, so it must be cheap;
+    ``tracks_responses`` says whether the first response of a call is worth
+    decoding for ``responded``.
+    """
+
+    def begin(self, request: Message) -> Token | None: ...
+
+    def end(self, token: Token) -> None: ...
+
+    def tracks_responses(self, token: Token) -> bool: ...
+
+    def responded(self, token: Token, server_side_session_id: str) -> None: ...
+
+    def failed(self, token: Token, error: grpc.aio.AioRpcError) -> None: ...
+
+
+class CallMetrics(Protocol):
+    """What the forwarder counts of each call: the gateway's Prometheus metrics
+    (``monitoring.metrics``), handed in from above. Those metrics read the session registry,
+    which stands on this transport, so the forwarder names only what it calls of them.
+    """
+
+    @property
+    def active_streams(self) -> Gauge: ...
+
+    def finished(self, method: str, code: str, seconds: float) -> None: ...
+
+    def sent_upstream(self, request: object) -> None: ...
+
+    def sent_to_client(self, response: bytes) -> None: ...
+
+    def upstream_failed(self, error: grpc.aio.AioRpcError) -> None: ...
+
+
+@dataclass
+class Interception:
+    """What the gateway does with a request instead of forwarding it as it came.
+
+    ``prepare`` (streaming methods) runs first and may yield extra responses
+    for the client, such as progress, and set ``request``; ``request``
+    replaces the client's request upstream; ``answer`` replies without asking
+    upstream at all; ``finish`` runs once the upstream call has succeeded,
+    before the client gets the stream's last response (a client acts on
+    Spark's ``ResultComplete`` without waiting for the stream to end, so its
+    next request must find the follow-up done);
+    ``respond`` (methods with one response) turns the upstream's response
+    into the one the client gets; ``failed`` is told of the upstream's error
+    when the upstream call fails (``finish`` then never runs); ``responses``
+    (streaming methods) sees each upstream response, as bytes, before the
+    client gets it.
+    """
+
+    request: Message | None = None
+    answer: Message | None = None
+    prepare: Callable[[Interception], AsyncIterator[Message]] | None = None
+    finish: Callable[[], Awaitable[None]] | None = None
+    respond: Callable[[bytes], bytes] | None = None
+    failed: Callable[[grpc.aio.AioRpcError], None] | None = None
+    responses: Callable[[bytes], None] | None = None
+
+
+RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
+"""Called with (method name, decoded request, context) before a request is
+forwarded; raises a ``ConnectPluginError`` to refuse it."""
+
+Admission = Callable[[Message], bool]
+"""Called with every decoded request before anything else sees it; raises a
+``ConnectPluginError`` to refuse it, returns False for a request Spark refuses by
+itself, which then goes to Spark untouched by hooks and observer."""
+
+Authentication = Callable[[Sequence[tuple[str, "str | bytes"]]], str]
+"""Called with a call's metadata before its request is read; returns the caller's user id
+or raises ``Unauthenticated``."""
+
+Refusal = Callable[[str, BaseException, "Message | None"], None]
+"""Told of each call the gateway refuses itself: (method, reason, decoded request if any)."""
+
+UNDECODABLE = "the request cannot be decoded as a Spark Connect message"
+
+
+def plan_methods() -> tuple[str, ...]:
+    """The service methods whose requests can hold a plan (and so plugin messages)."""
+    return tuple(
+        method.name
+        for method in SERVICE.methods
+        if not method.client_streaming and _holds_plan(method.input_type)
+    )
+
+
+def _holds_plan(descriptor: Descriptor, seen: set[str] | None = None) -> bool:
+    """Whether messages of this type can contain a ``spark.connect.Plan``."""
+    seen = set() if seen is None else seen
+    if descriptor.full_name == "spark.connect.Plan":
+        return True
+    if descriptor.full_name in seen:
+        return False
+    seen.add(descriptor.full_name)
+    return any(
+        field.type == FieldDescriptor.TYPE_MESSAGE and _holds_plan(field.message_type, seen)
+        for field in descriptor.fields
+    )
+
+
+def forwardable_metadata(
+    metadata: Sequence[tuple[str, str | bytes]] | None,
+) -> tuple[tuple[str, str | bytes], ...]:
+    """Client metadata minus the transport's own headers."""
+    if not metadata:
+        return ()
+    return tuple(
+        (key, value)
+        for key, value in metadata
+        if key not in _HOP_BY_HOP_METADATA and not key.startswith((":", "grpc-"))
+    )
+
+
+class Forwarder:
+    """Builds one generic handler that forwards every method of the service."""
+
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        hooks: Mapping[str, RequestHook] | None = None,
+        observer: CallObserver[Any] | None = None,
+        admit: Admission | None = None,
+        authenticate: Authentication | None = None,
+        metrics: CallMetrics | None = None,
+        refusal: Refusal | None = None,
+        screen: Callable[[bytes], None] | None = None,
+    ):
+        """``screen``: looks at every request's bytes (of methods with one request) before
+        anything else, and raises to refuse it."""
+        self._channel = channel
+        self._screen = screen
+        self._metrics = metrics
+        self._refusal = refusal
+        self._hooks = dict(hooks or {})
+        self._observer = observer
+        self._admit = admit
+        self._authenticate = authenticate
+        self.calls: collections.Counter[str] = collections.Counter()
+        self._responses: dict[str, type[Message]] = {}
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        handlers = {method.name: self._method_handler(method) for method in SERVICE.methods}
+        return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+    def _method_handler(self, method: MethodDescriptor) -> grpc.RpcMethodHandler:
+        path = f"/{SERVICE_NAME}/{method.name}"
+        decode: type[Message] | None = None
+        watched = self._observer is not None
+        checked = watched or self._admit is not None or self._authenticate is not None
+        if (method.name in self._hooks or checked) and not method.client_streaming:
+            decode = _message_class(method.input_type)
+        chunk_type = _message_class(method.input_type) if method.client_streaming else None
+        if (
+            watched
+            and method.name not in _UNCHECKED_RESPONSES
+            and "server_side_session_id" in method.output_type.fields_by_name
+        ):
+            self._responses[method.name] = _message_class(method.output_type)
+        kind = (method.client_streaming, method.server_streaming)
+        make_call = {
+            (False, False): self._channel.unary_unary,
+            (False, True): self._channel.unary_stream,
+            (True, False): self._channel.stream_unary,
+            (True, True): self._channel.stream_stream,
+        }[kind](path)
+        if method.server_streaming:
+            forward_stream = self._streaming(method.name, make_call, decode)
+            if method.client_streaming:
+                return grpc.stream_stream_rpc_method_handler(forward_stream)
+            return grpc.unary_stream_rpc_method_handler(forward_stream)
+        forward = self._single(method.name, make_call, decode, chunk_type)
+        if method.client_streaming:
+            return grpc.stream_unary_rpc_method_handler(forward)
+        return grpc.unary_unary_rpc_method_handler(forward)
+
+    async def _identify(self, name: str, context: Any) -> str | None:
+        """The authenticated user of the call (None: the gateway authenticates no one).
+
+        A call without a valid token ends here, before its request is read.
+        """
+        if self._authenticate is None:
+            return None
+        try:
+            return self._authenticate(context.invocation_metadata() or ())
+        except ConnectPluginError as exc:
+            await self._refuse(name, exc, None, context)
+
+    async def _begin(
+        self, name: str, decode: type[Message] | None, request: Any, context: Any
+    ) -> tuple[Message | None, Any, str | None, bool]:
+        """The decoded request (None if not decoded), the session the observer tracks, the
+        authenticated user (None: no authentication) and whether the hooks may see it.
+
+        The request's user becomes the authenticated user, if any. A call
+        without a valid token, or the admission refuses, ends here.
+        """
+        user = await self._identify(name, context)
+        if self._screen is not None and isinstance(request, bytes):
+            try:
+                self._screen(request)
+            except ConnectPluginError as exc:
+                await self._refuse(name, exc, None, context)
+        if decode is None:
+            return None, None, user, False
+        message = decode_request(decode, request)
+        if message is None:
+            if user is not None:
+                await abort_with(PlanError(UNDECODABLE), context)
+            # the upstream says what is wrong with it (or that it is too deep)
+            return None, None, user, False
+        if user is not None:
+            _assign_user(message, user)
+        if self._admit is not None:
+            try:
+                admitted = self._admit(message)
+            except ConnectPluginError as exc:
+                await self._refuse(name, exc, message, context)
+            if not admitted:
+                return message, None, user, False
+        key = None if self._observer is None else self._observer.begin(message)
+        return message, key, user, True
+
+    async def _refuse(
+        self, name: str, exc: ConnectPluginError, message: Message | None, context: Any
+    ) -> NoReturn:
+        """End the call with ``exc``, which the refusal listener hears of."""
+        log.info("refused %s: %s", name, exc)
+        self._refused(name, exc, message)
+        await abort_with(exc, context, message)
+
+    def _refused(self, name: str, reason: BaseException, message: Message | None) -> None:
+        if self._refusal is not None:
+            self._refusal(name, reason, message)
+
+    def _end(self, key: Any) -> None:
+        if key is not None and self._observer is not None:
+            self._observer.end(key)
+
+    def _failed(self, key: Any, error: grpc.aio.AioRpcError) -> None:
+        if self._metrics is not None:
+            self._metrics.upstream_failed(error)
+        if key is not None and self._observer is not None:
+            self._observer.failed(key, error)
+
+    def _responded(self, key: Any, name: str, response: bytes) -> None:
+        """Tell the observer which server-side session answered (first response only)."""
+        response_type = self._responses.get(name)
+        if key is None or self._observer is None or response_type is None:
+            return
+        if self._observer.tracks_responses(key):
+            try:
+                decoded: Any = response_type.FromString(response)
+            except DecodeError:
+                return
+            self._observer.responded(key, str(decoded.server_side_session_id))
+
+    async def _inspect(
+        self, name: str, message: Message | None, hooked: bool, context: Any
+    ) -> Interception | None:
+        if message is None or not hooked or name not in self._hooks:
+            return None
+        try:
+            return await self._hooks[name](name, message, context)
+        except ConnectPluginError as exc:
+            await self._refuse(name, exc, message, context)
+
+    @staticmethod
+    async def _finish_interception(
+        handling: Interception | None, name: str, message: Message | None, context: Any
+    ) -> None:
+        if handling is None or handling.finish is None:
+            return
+        try:
+            await handling.finish()
+        except ConnectPluginError as exc:
+            log.warning("%s succeeded upstream but its follow-up failed: %s", name, exc)
+            await abort_with(exc, context, message)
+
+    @staticmethod
+    async def _send_initial_metadata(call: Any, context: Any) -> None:
+        initial = await call.initial_metadata()
+        if initial:
+            await context.send_initial_metadata(tuple(initial))
+
+    @staticmethod
+    async def _finish(call: Any, context: Any) -> None:
+        trailing = await call.trailing_metadata()
+        if trailing:
+            context.set_trailing_metadata(tuple(trailing))
+
+    def _single(
+        self,
+        name: str,
+        upstream: Callable[..., Any],
+        decode: type[Message] | None,
+        chunk_type: type[Message] | None,
+    ) -> Callable[[Any, Any], Awaitable[bytes]]:
+        """Forwarder for RPCs with one response; the request is bytes or a stream of them."""
+
+        async def forward(request: Any, context: Any) -> bytes:
+            if self._metrics is None:
+                return await forward_any(request, context)
+            started = time.perf_counter()
+            failure: BaseException | None = None
+            try:
+                response = await forward_any(request, context)
+                self._metrics.sent_to_client(response)
+                return response
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                code = _status_code(context, failure)
+                self._metrics.finished(name, code, time.perf_counter() - started)
+
+        async def forward_any(request: Any, context: Any) -> bytes:
+            self.calls[name] += 1
+            message, key, user, hooked = await self._begin(name, decode, request, context)
+            if chunk_type is not None and user is not None:
+                chunks = _ReassignedChunks(request, chunk_type, user)
+                try:
+                    return await forward_call(chunks, None, False, key, context)
+                except asyncio.CancelledError:
+                    if chunks.undecodable:
+                        await abort_with(PlanError(UNDECODABLE), context)
+                    raise
+                except grpc.RpcError:
+                    if chunks.undecodable:
+                        await abort_with(PlanError(UNDECODABLE), context)
+                    raise
+            try:
+                return await forward_call(request, message, hooked, key, context)
+            finally:
+                self._end(key)
+
+        async def forward_call(
+            request: Any, message: Message | None, hooked: bool, key: Any, context: Any
+        ) -> bytes:
+            handling = await self._inspect(name, message, hooked, context)
+            if self._authenticate is not None and message is not None:
+                request = message.SerializeToString()
+            if handling is not None:
+                if handling.answer is not None:
+                    return handling.answer.SerializeToString()
+                if handling.request is not None:
+                    request = handling.request.SerializeToString()
+            if self._metrics is not None:
+                self._metrics.sent_upstream(request)
+            call = upstream(
+                request,
+                metadata=forwardable_metadata(context.invocation_metadata()),
+                timeout=context.time_remaining(),
+            )
+            try:
+                response: bytes = await call
+            except grpc.aio.AioRpcError as error:
+                self._failed(key, error)
+                _tell_failed(handling, error)
+                await relay(error, context, message)
+            except asyncio.CancelledError:
+                call.cancel()
+                raise
+            self._responded(key, name, response)
+            await self._send_initial_metadata(call, context)
+            await self._finish(call, context)
+            await self._finish_interception(handling, name, message, context)
+            if handling is not None and handling.respond is not None:
+                return handling.respond(response)
+            return response
+
+        return forward
+
+    def _streaming(
+        self, name: str, upstream: Callable[..., Any], decode: type[Message] | None
+    ) -> Callable[[Any, Any], AsyncIterator[bytes]]:
+        """Forwarder for RPCs with a response stream, relayed message by message."""
+        results = name in RESULT_METHODS
+
+        async def forward(request: Any, context: Any) -> AsyncIterator[bytes]:
+            metrics = self._metrics
+            if metrics is None:
+                async for response in forward_any(request, context):
+                    yield response
+                return
+            started = time.perf_counter()
+            failure: BaseException | None = None
+            metrics.active_streams.inc()
+            try:
+                async for response in forward_any(request, context):
+                    metrics.sent_to_client(response)
+                    yield response
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                metrics.active_streams.dec()
+                code = _status_code(context, failure)
+                metrics.finished(name, code, time.perf_counter() - started)
+
+        async def forward_any(request: Any, context: Any) -> AsyncIterator[bytes]:
+            self.calls[name] += 1
+            message, key, _user, hooked = await self._begin(name, decode, request, context)
+            try:
+                async for response in forward_call(request, message, hooked, key, context):
+                    yield response
+            finally:
+                self._end(key)
+
+        async def forward_call(
+            request: Any, message: Message | None, hooked: bool, key: Any, context: Any
+        ) -> AsyncIterator[bytes]:
+            handling = await self._inspect(name, message, hooked, context)
+            if self._authenticate is not None and message is not None:
+                request = message.SerializeToString()
+            scrub = results and is_scala_client(message)
+            if handling is not None:
+                if handling.prepare is not None:
+                    try:
+                        async for extra in handling.prepare(handling):
+                            yield extra.SerializeToString()
+                    except ConnectPluginError as exc:
+                        await self._refuse(name, exc, message, context)
+                if handling.request is not None:
+                    request = handling.request.SerializeToString()
+            if self._metrics is not None:
+                self._metrics.sent_upstream(request)
+            call = upstream(
+                request,
+                metadata=forwardable_metadata(context.invocation_metadata()),
+                timeout=context.time_remaining(),
+            )
+            try:
+                await self._send_initial_metadata(call, context)
+                read = call.read
+                eof = grpc.aio.EOF
+                response = await read()
+                if response is not eof:
+                    self._responded(key, name, response)
+                held = handling is not None and handling.finish is not None
+                seen = None if handling is None else handling.responses
+                last = None
+                while response is not eof:
+                    if seen is not None:
+                        seen(response)
+                    if scrub:
+                        response = without_python_accumulators(response)
+                    if held:
+                        if last is not None:
+                            yield last
+                        last = response
+                    else:
+                        yield response
+                    response = await read()
+                await self._finish(call, context)
+                await self._finish_interception(handling, name, message, context)
+                if last is not None:
+                    yield last
+            except grpc.aio.AioRpcError as error:
+                self._failed(key, error)
+                _tell_failed(handling, error)
+                await relay(error, context, message)
+            finally:
+                if not call.done():
+                    call.cancel()
+
+        return forward
+
+
+def _tell_failed(handling: Interception | None, error: grpc.aio.AioRpcError) -> None:
+    if handling is not None and handling.failed is not None:
+        handling.failed(error)
+
+
+def _status_code(context: Any, failure: BaseException | None) -> str:
+    """The gRPC status code a call ended with: OK, the one it was aborted with, or what an
+    exception means."""
+    if failure is None:
+        return "OK"
+    if isinstance(failure, asyncio.CancelledError):
+        return "CANCELLED"
+    code = context.code()
+    if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
+        return str(code.name)
+    if isinstance(code, int) and code:
+        return next((str(c.name) for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
+    return "UNKNOWN"
+
+
+def _assign_user(message: Message, user_id: str) -> None:
+    """Make ``user_id`` the request's user, whatever the client claimed."""
+    if "user_context" in message.DESCRIPTOR.fields_by_name:
+        message.user_context.user_id = user_id  # type: ignore[attr-defined]
+
+
+class _ReassignedChunks:
+    """A client stream of requests (AddArtifacts), each re-sent as ``user_id``'s.
+
+    An undecodable chunk ends the stream with an error (the upstream call is
+    cancelled) and sets ``undecodable``, so the client learns why.
+    """
+
+    def __init__(self, chunks: AsyncIterator[bytes], chunk_type: type[Message], user_id: str):
+        self._chunks = chunks
+        self._chunk_type = chunk_type
+        self._user_id = user_id
+        self.undecodable = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._reassigned()
+
+    async def _reassigned(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            message = decode_request(self._chunk_type, chunk)
+            if message is None:
+                self.undecodable = True
+                raise PlanError(UNDECODABLE)
+            _assign_user(message, self._user_id)
+            yield message.SerializeToString()
+
+
+def _message_class(descriptor: Descriptor) -> type[Message]:
+    found: type[Message] | None = getattr(base_pb2, descriptor.name, None)
+    return found or GetMessageClass(descriptor)

@@ -1,0 +1,192 @@
+"""Reading a package's layers from its imports, for the layer tests of the scan and the server.
+
+Each module's imports are read with ``ast``, not by importing it, so an
+import under ``if TYPE_CHECKING:`` or inside a function counts as much as
+any other. A ``Layering`` names a package, its parts (its sub-packages, and
+any module given a row of its own) and what each part may import of the
+others; every module not in a part belongs to the package's top, ``public``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def modules(root: Path, package: str) -> dict[str, Path]:
+    """Every module under ``root`` (the folder of ``package``) by its dotted name (a package
+    by its own name)."""
+    found = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join((package, *parts))] = path
+    return found
+
+
+def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements run when a module is imported, ``if TYPE_CHECKING:`` blocks included."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If):
+            yield from module_level(node.body)
+            yield from module_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from module_level(block)
+            for handler in node.handlers:
+                yield from module_level(handler.body)
+
+
+def imports(
+    name: str, path: Path, known: Mapping[str, Path], *, everywhere: bool
+) -> Iterator[tuple[int, str]]:
+    """(line, imported module) of each import; ``from m import x`` names ``m.x`` where that
+    is one of the ``known`` modules, else ``m``."""
+    tree = ast.parse(path.read_text(), str(path))
+    nodes = ast.walk(tree) if everywhere else module_level(tree.body)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *([base] if base else [])])
+            submodules = [f"{base}.{alias.name}" for alias in node.names]
+            found = [module for module in submodules if module in known]
+            yield from ((node.lineno, module) for module in found)
+            if len(found) < len(submodules):
+                yield node.lineno, base
+
+
+def within(module: str, known: Mapping[str, Path]) -> str | None:
+    """The known module that an import of ``module`` loads, None for one outside them."""
+    while module and module not in known:
+        module = module.rpartition(".")[0]
+    return module or None
+
+
+def graph(known: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Each known module -> the known modules it imports when it is imported."""
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        imported = imports(name, path, known, everywhere=False)
+        targets = {within(module, known) for _, module in imported}
+        edges[name] = {target for target in targets if target is not None and target != name}
+    return edges
+
+
+def circles(edges: Mapping[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def circle_edges(
+    edges: Mapping[str, set[str]], circle: frozenset[str], short: Callable[[str], str]
+) -> list[str]:
+    """The imports that make up a circle, for a failure to name the one to cut."""
+    return sorted(
+        f"{short(source)} -> {short(target)}"
+        for source in circle
+        for target in edges[source]
+        if target in circle
+    )
+
+
+def said_imports(docstring: str, opening: str) -> frozenset[str] | None:
+    """The parts a package's docstring says it may import: the ``names`` of its paragraph
+    that starts with ``opening`` (``Imports from the scan:``); None when it has none."""
+    for paragraph in docstring.split("\n\n"):
+        if paragraph.startswith(opening):
+            return frozenset(re.findall(r"``(\w+)``", paragraph))
+    return None
+
+
+@dataclass(frozen=True)
+class Layering:
+    """A package's parts and the table of what each may import of the others."""
+
+    package: str
+    root: Path
+    layers: Mapping[str, frozenset[str]]
+    public: str
+    """The part of the package's own ``__init__`` and of every module in no other part."""
+    called: str
+    """How a failure names the package: ``the scan``."""
+    outside: Callable[[str], str | None]
+    """Why an import of ``connect_plugin`` outside the package is refused, None if it is not."""
+    loose_modules_are_public: bool = False
+    """Whether a module directly in the package, in no sub-package, belongs to ``public``
+    (the server's composition root) rather than being a part of its own (the scan's
+    ``choices``)."""
+
+    def modules(self) -> dict[str, Path]:
+        return modules(self.root, self.package)
+
+    def short(self, module: str) -> str:
+        return module.removeprefix(f"{self.package}.")
+
+    def part(self, module: str) -> str:
+        """The part of the package that ``module`` (a module of it) belongs to."""
+        if module == self.package:
+            return self.public
+        first = self.short(module).split(".")[0]
+        if self.loose_modules_are_public and not (self.root / first).is_dir():
+            return self.public
+        return first
+
+    def forbidden(self, name: str, path: Path, known: Mapping[str, Path]) -> Iterator[str]:
+        """Each import of module ``name`` (at ``path``) that the table and ``outside`` do not
+        allow, as its file, line and what it imports."""
+        part = self.part(name)
+        allowed = self.layers.get(part, frozenset())
+        rule = f"{part} may import {', '.join(sorted(allowed)) or 'nothing'} of {self.called}"
+        where = path.relative_to(self.root) if path.is_relative_to(self.root) else path
+        for line, imported in imports(name, path, known, everywhere=True):
+            target = within(imported, known)
+            if target is None:
+                if imported.split(".")[0] != "connect_plugin":
+                    continue
+                refusal = self.outside(imported)
+                if refusal is not None:
+                    yield f"{where} line {line} imports {imported} ({refusal})"
+                continue
+            if self.part(target) not in allowed | {part}:
+                yield f"{where} line {line} imports {imported} ({rule})"

@@ -1,0 +1,85 @@
+"""Stopping a CTTAS write, against a fake upstream with Spark's session semantics."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import grpc
+import pytest
+
+from connect_plugin.server.sessions import writes
+from connect_plugin.server.sessions.release import to_the_end
+from connect_plugin.server.sessions.writes import stop_write
+from connect_plugin.server.transport.upstream import SessionContext, UpstreamSession
+from tests.unit.server.fake_upstream import FakeSpark, Operation, run_against_fake
+
+USER = "cy"
+TIMEOUT_S = 5.0
+
+
+def test_a_running_write_is_interrupted_and_awaited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writes, "WRITE_POLL_S", 0.0)
+
+    async def scenario(spark: FakeSpark, channel: grpc.aio.Channel) -> None:
+        session_id, operation_id = str(uuid.uuid4()), str(uuid.uuid4())
+        spark.open(USER, session_id)
+        spark.operations[operation_id] = Operation(polls_after_interrupt=3)
+        upstream = UpstreamSession(channel, SessionContext.of_stored(USER, session_id))
+        await stop_write(upstream, operation_id, "t", TIMEOUT_S)
+        assert operation_id not in spark.operations
+        assert spark.called("Interrupt") == [session_id]
+
+    run_against_fake(scenario)
+
+
+def test_a_write_of_a_session_spark_no_longer_has_is_not_interrupted() -> None:
+    async def scenario(spark: FakeSpark, channel: grpc.aio.Channel) -> None:
+        released = str(uuid.uuid4())
+        spark.closed.add((USER, released))
+        upstream = UpstreamSession(channel, SessionContext.of_stored(USER, released))
+        await stop_write(upstream, str(uuid.uuid4()), "t", TIMEOUT_S)
+        assert spark.called("Interrupt") == [], "Interrupt would recreate the session"
+        assert (USER, released) not in spark.sessions
+
+    run_against_fake(scenario)
+
+
+def test_undo_finishes_although_the_caller_is_cancelled_twice() -> None:
+    steps: list[str] = []
+    undone = asyncio.Event()
+
+    async def undo() -> None:
+        steps.append("interrupting")
+        await undone.wait()
+        steps.append("deleted")
+
+    async def create() -> None:
+        try:
+            raise RuntimeError("the write failed")
+        except RuntimeError:
+            await to_the_end(undo())
+            raise
+
+    async def main() -> None:
+        task = asyncio.ensure_future(create())
+        while not steps:
+            await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.sleep(0)
+        undone.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert steps == ["interrupting", "deleted"]
+
+
+def test_undo_errors_reach_the_caller() -> None:
+    async def failing() -> None:
+        raise ValueError("undo broke")
+
+    with pytest.raises(ValueError, match="undo broke"):
+        asyncio.run(to_the_end(failing()))

@@ -1,0 +1,174 @@
+"""The server's layers, read from its imports: each package imports only those below it.
+
+``LAYERS`` is the table of what each part of ``connect_plugin/server`` may
+import of the others, the same one each package's docstring and the
+server's own give; the imports of every module are held to it, wherever
+they sit (under ``TYPE_CHECKING``, inside a function), and no modules import
+each other in a circle, in the server or anywhere in ``connect_plugin``. What
+a lower part needs from a higher one is handed to it, typed by a type of its
+own (the forwarder's ``CallMetrics``, ``CallObserver`` and ``RequestHook``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from pathlib import Path
+
+import connect_plugin
+import connect_plugin.server
+from tests.unit.import_layers import (
+    Layering,
+    circle_edges,
+    circles,
+    graph,
+    modules,
+    said_imports,
+)
+
+SERVER = Path(connect_plugin.server.__file__).parent
+PACKAGE = "connect_plugin.server"
+
+TOP = "top"
+"""The part of the composition root: the modules directly in ``connect_plugin/server``
+(``gateway``, ``intercept``, ``stack``, ``embedded``, ...) and its ``__init__``."""
+
+LAYERS: Mapping[str, frozenset[str]] = {
+    "transport": frozenset(),
+    "sessions": frozenset({"transport"}),
+    "monitoring": frozenset({"sessions", "transport"}),
+    "statements": frozenset({"sessions", "transport"}),
+    "tables": frozenset({"sessions", "statements", "transport"}),
+    "scans": frozenset({"sessions", "statements", "tables", "transport"}),
+    TOP: frozenset(
+        {"monitoring", "scans", "sessions", "statements", "tables", "transport"}
+    ),
+}
+"""Each package of the server -> the other packages its modules may import. A part may
+always import its own modules; no package imports the top, which wires them together."""
+
+ABOVE = (
+    "connect_plugin.cli",
+    "connect_plugin.client",
+    "connect_plugin.demo",
+    "connect_plugin.pytest_plugin",
+)
+"""What stands on the server, or beside it, and which the server must never import: the
+client, and the command line, demo and pytest plugin that start a server."""
+
+OPENING = "Imports from the server:"
+
+
+def _outside(imported: str) -> str | None:
+    if any(imported == above or imported.startswith(f"{above}.") for above in ABOVE):
+        return f"outside the server, none of {', '.join(ABOVE)}"
+    return None
+
+
+LAYERING = Layering(
+    package=PACKAGE,
+    root=SERVER,
+    layers=LAYERS,
+    public=TOP,
+    called="the server",
+    outside=_outside,
+    loose_modules_are_public=True,
+)
+
+
+def test_each_part_of_the_server_imports_only_the_parts_under_it() -> None:
+    found = LAYERING.modules()
+    parts = {LAYERING.part(name) for name in found}
+    assert parts == set(LAYERS), (
+        f"parts without a row in LAYERS: {sorted(parts - set(LAYERS))}; "
+        f"rows without a part: {sorted(set(LAYERS) - parts)}"
+    )
+    wrong = [
+        message
+        for name, path in sorted(found.items())
+        for message in LAYERING.forbidden(name, path, found)
+    ]
+    assert not wrong, "imports against the layers of connect_plugin/server: " + "; ".join(wrong)
+
+
+def test_each_package_says_what_it_may_import() -> None:
+    """The docstring a newcomer reads and the table the test holds the code to agree."""
+    packages = sorted(init.parent for init in SERVER.glob("*/__init__.py"))
+    assert {package.name for package in packages} == set(LAYERS) - {TOP}
+    for package in packages:
+        docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+        assert said_imports(docstring, OPENING) == LAYERS[package.name], package.name
+
+
+def test_the_server_lists_its_parts_from_the_floor_up() -> None:
+    """``connect_plugin/server/__init__.py`` maps the parts in an order in which each
+    imports only parts listed before it."""
+    docstring = connect_plugin.server.__doc__ or ""
+    listed = [
+        line.removeprefix("- ``").partition("``")[0]
+        for line in docstring.splitlines()
+        if line.startswith("- ``")
+    ]
+    assert set(listed) == set(LAYERS) - {TOP}
+    for place, part in enumerate(listed):
+        assert LAYERS[part] <= set(listed[:place]), part
+
+
+def test_the_server_has_no_import_circle() -> None:
+    edges = graph(LAYERING.modules())
+    found = [circle_edges(edges, circle, LAYERING.short) for circle in circles(edges)]
+    assert not found, f"import circle(s) in connect_plugin/server: {found}"
+
+
+def test_connect_plugin_has_no_import_circle() -> None:
+    """Across the client, the scan, the server and the modules beside them."""
+    root = Path(connect_plugin.__file__).parent
+    edges = graph(modules(root, "connect_plugin"))
+    found = [circle_edges(edges, circle, str) for circle in circles(edges)]
+    assert not found, f"import circle(s) in connect_plugin: {found}"
+
+
+def test_the_layer_check_names_each_import_it_forbids(tmp_path: Path) -> None:
+    """The layer tests above pass as much by a blind reader as by a clean tree; this one
+    holds the reader to finding a forbidden import wherever it sits (at module level, under
+    ``TYPE_CHECKING``, in a function) and to naming it."""
+    (tmp_path / "layered.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import connect_plugin.errors\n"
+        f"from {PACKAGE}.transport.plans import decode\n"
+        f"from {PACKAGE}.sessions import registry\n"
+        "if TYPE_CHECKING:\n"
+        f"    from {PACKAGE}.monitoring.metrics import GatewayMetrics\n"
+        "def later():\n"
+        f"    from {PACKAGE} import serve\n"
+        "    from connect_plugin.client.scan import scan\n"
+    )
+    found = LAYERING.modules()
+    where = tmp_path / "layered.py"
+    rule = "(transport may import nothing of the server)"
+    assert list(LAYERING.forbidden(f"{PACKAGE}.transport.layered", where, found)) == [
+        f"{where} line 4 imports {PACKAGE}.sessions.registry {rule}",
+        f"{where} line 6 imports {PACKAGE}.monitoring.metrics {rule}",
+        f"{where} line 8 imports {PACKAGE} {rule}",
+        f"{where} line 9 imports connect_plugin.client.scan "
+        f"(outside the server, none of {', '.join(ABOVE)})",
+    ]
+    (tmp_path / "wired.py").write_text(
+        f"from {PACKAGE}.gateway import Gateway\nfrom {PACKAGE}.scans import relation\n"
+    )
+    assert list(LAYERING.forbidden(f"{PACKAGE}.tables.wired", tmp_path / "wired.py", found)) == [
+        f"{tmp_path / 'wired.py'} line 1 imports {PACKAGE}.gateway "
+        "(tables may import sessions, statements, transport of the server)",
+        f"{tmp_path / 'wired.py'} line 2 imports {PACKAGE}.scans.relation "
+        "(tables may import sessions, statements, transport of the server)",
+    ]
+    assert list(LAYERING.forbidden(f"{PACKAGE}.stack", tmp_path / "wired.py", found)) == []
+    assert LAYERING.part(f"{PACKAGE}.intercept") == TOP
+    assert LAYERING.part(PACKAGE) == TOP
+    assert LAYERING.part(f"{PACKAGE}.sessions") == "sessions"
+    assert circles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [frozenset({"a", "b"})]
+    assert said_imports(f"Owns x.\n\n{OPENING} ``sessions``, ``transport``.", OPENING) == {
+        "sessions",
+        "transport",
+    }
+    assert said_imports(f"{OPENING} nothing.", OPENING) == frozenset()
