@@ -9,7 +9,9 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from connect_plugin.server.requests import (
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.tables.row_change_plans import Plan
+from connect_plugin.server.transport.requests import (
     Assignment,
     ChangeRows,
     DeleteFrom,
@@ -17,8 +19,6 @@ from connect_plugin.server.requests import (
     TruncateTable,
     UpdateTable,
 )
-from connect_plugin.server.row_change_plans import Plan
-from connect_plugin.server.temp_table import TempTable
 
 SCHEMA = StructType([StructField("id", IntegerType()), StructField("s", StringType())])
 T = Name(("t",))
