@@ -190,3 +190,17 @@ class Layering:
                 continue
             if self.part(target) not in allowed | {part}:
                 yield f"{where} line {line} imports {imported} ({rule})"
+
+    def problems(self) -> list[str]:
+        """Every way the package's modules break the table: a part the table has no row for,
+        a row for no part, each forbidden import."""
+        known = self.modules()
+        parts = {self.part(name) for name in known}
+        found = [f"part without a row in the table: {p}" for p in sorted(parts - set(self.layers))]
+        found += [f"row without a part: {p}" for p in sorted(set(self.layers) - parts)]
+        found += [
+            message
+            for name, path in sorted(known.items())
+            for message in self.forbidden(name, path, known)
+        ]
+        return found
