@@ -65,18 +65,24 @@ async def write_files(
     operation_id: str,
     outcome: str = "was not created",
     metrics: Sequence[str] = (),
+    rows_at: tuple[str, int] | None = None,
 ) -> Written:
     """Write ``relation`` into the table's folder as ``operation_id``.
 
     ``metrics``: names of observations (``CollectMetrics``) in ``relation``
-    whose integer values the write reports.
+    whose integer values the write reports. ``rows_at``: the observation among
+    them and the index of its value that counts the rows written; without it,
+    the write counts its rows with an observation of its own.
     """
     metric = f"connect_plugin_{uuid.uuid4().hex}"
     with deep_messages():
         observed = spark_proto.Relation()
-        observed.collect_metrics.input.CopyFrom(relation)
-        observed.collect_metrics.name = metric
-        _count_rows(observed.collect_metrics.metrics.add())
+        if rows_at is None:
+            observed.collect_metrics.input.CopyFrom(relation)
+            observed.collect_metrics.name = metric
+            _count_rows(observed.collect_metrics.metrics.add())
+        else:
+            observed.CopyFrom(relation)
         command = spark_proto.Command()
         write = command.write_operation
         write.input.CopyFrom(observed)
@@ -102,6 +108,8 @@ async def write_files(
             f"Temporary table [{table.name}] {outcome}: writing "
             f"[{table.location}] failed: {exc.message}{await root_cause(upstream, exc)}"
         ) from exc
+    if rows_at is not None and rows_at[0] in counts:
+        rows = counts[rows_at[0]][rows_at[1]]
     if rows is None:
         rows = await _count_written(upstream, table)
     return Written(rows, counts)

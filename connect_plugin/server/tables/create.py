@@ -70,6 +70,9 @@ class Rewrite:
     """The same counts as one row, for when Spark sends no observed metrics with a write."""
     check: Callable[[Written], Awaitable[None]] | None = None
     """Raises when the written rows must not become the table (the write is undone)."""
+    rows_at: int | None = None
+    """Which of the observation's values counts the rows written (the write then adds no
+    observation of its own)."""
 
 
 class TableCreator:
@@ -205,6 +208,7 @@ class TableCreator:
                 progress=progress,
                 outcome="was not changed",
                 metrics=(rewrite.metric,) if rewrite.metric else (),
+                rows_at=None if rewrite.rows_at is None else (rewrite.metric, rewrite.rows_at),
                 before_swap=checked_counts,
             )
             changed = session.tables[table.key]
@@ -222,6 +226,7 @@ class TableCreator:
         progress: ProgressSink,
         outcome: str = "was not created",
         metrics: Sequence[str] = (),
+        rows_at: tuple[str, int] | None = None,
         before_swap: Callable[[Written], Awaitable[Written]] | None = None,
     ) -> Written:
         """Write ``table``'s files, check the quota, give it its name, forget ``existing``:
@@ -241,6 +246,7 @@ class TableCreator:
                 operation_id=operation_id,
                 outcome=outcome,
                 metrics=metrics,
+                rows_at=rows_at,
             )
             del session.writes[operation_id]
             if before_swap is not None:

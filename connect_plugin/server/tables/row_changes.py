@@ -59,7 +59,9 @@ from connect_plugin.server.tables.row_change_plans import (
     MATCHED,
     NOT_MATCHED,
     NOT_MATCHED_BY_SOURCE,
+    TARGETS_OUT,
     UPDATE,
+    WRITTEN,
     Plan,
 )
 from connect_plugin.server.transport.requests import (
@@ -219,8 +221,8 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
                     return
                 held = table.rows
                 came_out = written.observed[metric]
-                if held is not None and len(came_out) > len(COUNTED):
-                    twice = came_out[len(COUNTED)] > held
+                if held is not None and len(came_out) > TARGETS_OUT:
+                    twice = came_out[TARGETS_OUT] > held
                 else:
                     try:
                         twice = bool(await upstream.rows(_sql(plan.cardinality)))
@@ -236,7 +238,7 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
 
             if plan.deletes_only:
                 return Rewrite(relation, check=check)
-            return Rewrite(relation, metric, plan.counting(), check=check)
+            return Rewrite(relation, metric, plan.counting(), check=check, rows_at=WRITTEN)
 
         try:
             _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)

@@ -10,7 +10,7 @@ from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.tables.row_change_plans import Plan
+from connect_plugin.server.tables.row_change_plans import WRITTEN, Plan
 from connect_plugin.server.transport.requests import (
     Assignment,
     ChangeRows,
@@ -67,7 +67,8 @@ def test_a_delete_of_a_table_whose_rows_are_not_counted_counts_its_changes() -> 
     assert not plan.deletes_only
     (observed,) = _observations(plan.relation("changes"))
     assert observed.name == "changes"
-    assert len(observed.metrics) == 3
+    expressions = [m.expression_string.expression for m in observed.metrics]
+    assert [e.rsplit(" AS ", 1)[1] for e in expressions] == ["update", "delete", "insert", "written"]
 
 
 def test_an_update_counts_its_changes_with_count_of_a_case() -> None:
@@ -76,4 +77,29 @@ def test_an_update_counts_its_changes_with_count_of_a_case() -> None:
     assert not plan.deletes_only
     (observed,) = _observations(plan.relation("changes"))
     expressions = [m.expression_string.expression for m in observed.metrics]
-    assert all(e.startswith("count(CASE WHEN ") for e in expressions), expressions
+    assert all(e.startswith("count(CASE WHEN ") for e in expressions[:WRITTEN]), expressions
+    assert expressions[WRITTEN] == "count(1) AS written"
+
+
+@pytest.mark.parametrize(
+    ("request_", "between"),
+    [
+        (UpdateTable(T, assignments=(Assignment(Name(("s",)), "'x'"),), condition="id > 1"), []),
+        (DeleteFrom(T, condition="id > 1"), ["filter"]),
+    ],
+    ids=["update", "delete"],
+)
+def test_only_the_choice_of_the_table_columns_follows_the_observation(
+    request_: ChangeRows, between: list[str]
+) -> None:
+    relation = Plan.of(request_, _table(rows=None)).relation("changes")
+    assert list(relation.project.expressions) == [
+        spark_proto.Expression(expression_string=spark_proto.Expression.ExpressionString(expression=c))
+        for c in ("`id`", "`s`")
+    ]
+    node = relation.project.input
+    kinds = []
+    while node.WhichOneof("rel_type") != "collect_metrics":
+        kinds.append(node.WhichOneof("rel_type"))
+        node = getattr(node, kinds[-1]).input
+    assert kinds == between
