@@ -164,8 +164,7 @@ class Gateway:
         self.authenticator = authenticator(config)
         if config.upstream_token_file is not None:
             self.upstream_token = UpstreamToken(config.upstream_token_file)
-        token = None if self.upstream_token is None else self.upstream_token.credentials()
-        self._channel = upstream_channel(config, token)
+        self._channel = upstream_channel(config, self.upstream_token)
         upstream = Upstream(self._channel)
         workspace = Workspace(config.workspace)
         self._workspace_lock = workspace.lock(config.registry_path)

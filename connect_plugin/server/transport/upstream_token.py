@@ -12,14 +12,10 @@ new one and sending the gateway SIGHUP, without restarting the gateway.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import grpc
 
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.transport.auth import AUTHORIZATION, read_private_text
+from connect_plugin.server.transport.auth import read_private_text
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +34,15 @@ def read_upstream_token(path: Path) -> str:
 
 
 class UpstreamToken:
-    """Adds the current token to each upstream call (a gRPC metadata plugin:
-    ``credentials``); ``reload`` swaps it."""
+    """The current token, which each upstream call asks for (``TokenChannel``); ``reload``
+    swaps it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._token = read_upstream_token(path)
 
-    def __call__(self, context: Any, callback: Callable[..., None]) -> None:
-        callback(((AUTHORIZATION, f"Bearer {self._token}"),), None)
-
-    def credentials(self) -> grpc.CallCredentials:
-        return grpc.metadata_call_credentials(self, name="upstream token")
+    def __call__(self) -> str:
+        return self._token
 
     def reload(self) -> bool:
         """Re-read the file; on a bad file keep the current token, log why, return False."""

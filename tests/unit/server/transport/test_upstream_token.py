@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
+from connect_plugin.server.transport.channels import TokenChannel
 from connect_plugin.server.transport.upstream_token import UpstreamToken, read_upstream_token
 
 TOKEN = "spark-token-0123456789abcdef"
@@ -21,10 +23,23 @@ def _file(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
     return path
 
 
-def _sent(plugin: UpstreamToken) -> tuple[tuple[str, str], ...]:
-    sent: list[tuple[tuple[str, str], ...]] = []
-    plugin(None, lambda metadata, error: sent.append(metadata))
-    return sent[0]
+class _Recording:
+    """A channel's stand-in that keeps the metadata each call was made with."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[tuple[str, str], ...]] = []
+
+    def unary_unary(self, method: str) -> Callable[..., None]:
+        def call(request: object, *, metadata: tuple[tuple[str, str], ...], timeout: float) -> None:
+            self.sent.append(metadata)
+
+        return call
+
+
+def _sent(token: Callable[[], str], metadata: tuple[tuple[str, str], ...] = ()) -> tuple[tuple[str, str], ...]:
+    recording = _Recording()
+    TokenChannel(recording, token).unary_unary("/spark/Config")(None, metadata=metadata, timeout=1.0)
+    return recording.sent[0]
 
 
 def test_the_one_line_is_the_token(tmp_path: Path) -> None:
@@ -53,6 +68,10 @@ def test_reload_swaps_the_token_or_keeps_it(tmp_path: Path) -> None:
     path = _file(tmp_path, TOKEN)
     plugin = UpstreamToken(path)
     assert _sent(plugin) == (("authorization", f"Bearer {TOKEN}"),)
+    assert _sent(plugin, (("x-client", "a"),)) == (
+        ("x-client", "a"),
+        ("authorization", f"Bearer {TOKEN}"),
+    )
     _file(tmp_path, "rotated-token-0123456789")
     assert plugin.reload()
     assert _sent(plugin) == (("authorization", "Bearer rotated-token-0123456789"),)
