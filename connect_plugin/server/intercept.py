@@ -162,6 +162,7 @@ class PluginHandlers:
             audit.refused(exc)
             raise
         session = _context(request, context)
+        answers: list[spark_proto.Relation] = []
 
         async def handle(sink: ProgressSink) -> list[Outcome]:
             call = Call(session, sink)
@@ -177,17 +178,22 @@ class PluginHandlers:
                         elif outcome.result is not None:
                             assert site is not None, "only statements give results for the plan"
                             site.put_result(outcome.result)
+                            if site.command and outcome.answer is not None and not works:
+                                answers.append(outcome.answer)
                         outcomes.append(outcome)
                 return outcomes + await self._dispatch.run(works, call, analyze=False)
             except ConnectPluginError as exc:
                 audit.refused(exc)
                 raise
 
+        def answered() -> spark_proto.Relation | None:
+            return answers[0] if answers else None
+
         policy = scan_policy(r for w in works for r in w.requests())
         if self._scan_rows is None or policy is None:
-            return self._with_progress(request, handle, audit)
+            return self._with_progress(request, handle, audit, answered=answered)
         interception = self._with_progress(
-            request, handle, audit, self._scan_rows.failed(policy)
+            request, handle, audit, self._scan_rows.failed(policy), answered=answered
         )
         interception.responses = self._scan_rows.executed(request, policy)
         return interception
@@ -215,9 +221,12 @@ class PluginHandlers:
         work: Work,
         audit: _Audited,
         stopped: Callable[[grpc.aio.AioRpcError], None] | None = None,
+        answered: Callable[[], spark_proto.Relation | None] = lambda: None,
     ) -> Interception:
         """Run ``work`` before forwarding, relaying its progress to the client; ``audit``
-        hears how it ended, and ``stopped`` of Spark's error, if the query fails."""
+        hears how it ended, and ``stopped`` of Spark's error, if the query fails. When
+        ``answered`` then gives the statement's result, the gateway answers with it itself,
+        as Spark answers a SQL command, and nothing is forwarded."""
 
         async def prepare(handling: Interception) -> AsyncIterator[Message]:
             queue: asyncio.Queue[spark_proto.ExecutePlanResponse] = asyncio.Queue()
@@ -239,8 +248,32 @@ class PluginHandlers:
             handling.request = request
             handling.finish = audit.finished(_after_all(outcomes))
             handling.failed = audit.failed if stopped is None else _both(audit.failed, stopped)
+            result = answered()
+            if result is not None:
+                handling.answered = self._command_answer(request, result)
 
         return Interception(prepare=prepare)
+
+    def _command_answer(
+        self, request: spark_proto.ExecutePlanRequest, result: spark_proto.Relation
+    ) -> tuple[spark_proto.ExecutePlanResponse, ...]:
+        """Spark's answer to a SQL command, with ``result`` as its rows: the command's result,
+        then ``ResultComplete`` (none while the session's server-side id is unknown)."""
+        session = self._sessions.find(request.user_context.user_id, request.session_id)
+        if session is None or not session.server_side_session_id or not request.operation_id:
+            return ()
+        responses = []
+        for kind in ("sql_command_result", "result_complete"):
+            response = spark_proto.ExecutePlanResponse(
+                session_id=request.session_id,
+                server_side_session_id=session.server_side_session_id,
+                operation_id=request.operation_id,
+                response_id=SYNTHETIC_RESPONSE_PREFIX + str(uuid.uuid4()),
+            )
+            getattr(response, kind).SetInParent()
+            responses.append(response)
+        responses[0].sql_command_result.relation.CopyFrom(result)
+        return tuple(responses)
 
     def _progress_response(
         self, request: spark_proto.ExecutePlanRequest, upstream: spark_proto.ExecutePlanResponse

@@ -26,6 +26,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import NotSupportedYet
 from connect_plugin.server.sessions.writes import ProgressSink
+from connect_plugin.server.statements import results
 from connect_plugin.server.statements.cached_scans import CachedScans
 from connect_plugin.server.statements.recognition import Cursor, Rule
 from connect_plugin.server.transport.requests import Request
@@ -48,11 +49,23 @@ class Outcome:
 
     ``result``: the relation that takes the place of the plugin node or the
     statement (None: the request goes to Spark as it came); ``after``: work
-    to do once Spark has run the request successfully.
+    to do once Spark has run the request successfully; ``answer``: the
+    result's rows as a ``LocalRelation``, for a statement that is the client's
+    whole request: the gateway then answers it itself, as Spark answers a
+    command, and Spark is not asked (``after`` still runs before the last
+    response).
     """
 
     result: spark_proto.Relation | None = None
     after: Callable[[], Awaitable[None]] | None = None
+    answer: spark_proto.Relation | None = None
+
+    @classmethod
+    def of_rows(cls, columns: Sequence[tuple[str, str]], rows: Sequence[results.Row]) -> Outcome:
+        """A result whose rows the gateway knows: answered by the gateway where it can be."""
+        return cls(
+            results.result_relation(columns, rows), answer=results.local_relation(columns, rows)
+        )
 
 
 FORWARD = Outcome()

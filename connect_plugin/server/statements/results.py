@@ -4,6 +4,10 @@ A handled statement is replaced in the client's plan by a parameterized
 ``SELECT ... FROM VALUES`` relation, so Spark itself produces the rows and
 the client's own request (operation id, reattach, release) runs as usual.
 Values travel as named parameters, never spliced into the SQL text.
+
+A statement that is the client's whole request may instead be answered by
+the gateway, as Spark answers a command: with its rows in a
+``LocalRelation`` (``local_relation``), which the client then reads back.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 
+import pyarrow as pa
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.server.transport.spark_sql import literal, quote_identifier
@@ -55,6 +60,30 @@ def result_relation(columns: Sequence[tuple[str, str]], rows: Sequence[Row]) -> 
             markers.append(f":{key}")
         tuples.append("(" + ", ".join(markers) + ")")
     relation.sql.query = f"SELECT {projection} FROM VALUES {', '.join(tuples)} AS t({aliases})"
+    return relation
+
+
+_ARROW_TYPES = {
+    "BIGINT": pa.int64(),
+    "STRING": pa.string(),
+    "BOOLEAN": pa.bool_(),
+    "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+}
+
+
+def local_relation(columns: Sequence[tuple[str, str]], rows: Sequence[Row]) -> spark_proto.Relation:
+    """The rows of ``result_relation(columns, rows)`` as Spark answers a command with its
+    result: a ``LocalRelation`` holding them in Arrow's IPC stream format."""
+    schema = pa.schema([(name, _ARROW_TYPES[sql_type]) for name, sql_type in columns])
+    table = pa.Table.from_pylist(
+        [dict(zip(schema.names, row, strict=True)) for row in rows],
+        schema=schema,
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_table(table)
+    relation = spark_proto.Relation()
+    relation.local_relation.data = sink.getvalue().to_pybytes()
     return relation
 
 

@@ -254,8 +254,8 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
         counts = attempt.counts(written, metric)
         if isinstance(request, MergeInto):
             row: results.Row = (counts.affected, counts.updated, counts.deleted, counts.inserted)
-            return Outcome(results.result_relation(MERGE_COLUMNS, [row]))
-        return Outcome(results.result_relation(AFFECTED_COLUMNS, [(counts.affected,)]))
+            return Outcome.of_rows(MERGE_COLUMNS, [row])
+        return Outcome.of_rows(AFFECTED_COLUMNS, [(counts.affected,)])
 
 
 class DeleteHandler(_ChangeRowsHandler):

@@ -119,6 +119,9 @@ class Interception:
     respond: Callable[[bytes], bytes] | None = None
     failed: Callable[[grpc.aio.AioRpcError], None] | None = None
     responses: Callable[[bytes], None] | None = None
+    answered: Sequence[Message] = ()
+    """(streaming methods, set by ``prepare``) the responses that answer the call without
+    asking upstream; ``finish`` runs before the last of them."""
 
 
 RequestHook = Callable[[str, Message, Any], Awaitable["Interception | None"]]
@@ -485,6 +488,13 @@ class Forwarder:
                             yield extra.SerializeToString()
                     except ConnectPluginError as exc:
                         await self._refuse(name, exc, message, context)
+                if handling.answered:
+                    *leading, final = handling.answered
+                    for answer in leading:
+                        yield answer.SerializeToString()
+                    await self._finish_interception(handling, name, message, context)
+                    yield final.SerializeToString()
+                    return
                 if handling.request is not None:
                     request = handling.request.SerializeToString()
             if self._metrics is not None:

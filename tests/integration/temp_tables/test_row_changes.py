@@ -13,13 +13,18 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import duckdb
+import grpc
+import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.proto import base_pb2_grpc
 from pyspark.sql.types import LongType
 
 from connect_plugin.server.gateway import Gateway
@@ -366,3 +371,47 @@ def test_a_crashing_python_worker_fails_the_update_and_changes_nothing(
     assert "crashed" in str(refused.value) or "exited unexpectedly" in str(refused.value)
     assert spark.sql("SELECT sum(v) AS s FROM t").first().s == 999000  # type: ignore[union-attr]
     assert table_folders(workspace, spark) == folders
+
+
+def test_the_gateway_answers_a_change_as_spark_answers_a_command(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    """The statement's counts come back as Spark sends a command's result, a LocalRelation
+    then ResultComplete, from the gateway itself; the client's release of the operation
+    is answered, and its DataFrame reads the counts back any number of times."""
+    spark.sql("CREATE TEMPORARY TABLE t USING parquet AS SELECT id FROM range(10)")
+    changed = spark.sql("DELETE FROM t WHERE id < 3")
+    assert changed.schema.simpleString() == "struct<num_affected_rows:bigint>"
+    assert [r.asDict() for r in changed.collect()] == [{"num_affected_rows": 3}]
+    assert [r.asDict() for r in changed.collect()] == [{"num_affected_rows": 3}]
+
+    operation_id = str(uuid.uuid4())
+    request = spark_proto.ExecutePlanRequest(
+        session_id=spark.client._session_id,
+        user_context=spark_proto.UserContext(user_id=spark.client._user_id),
+        operation_id=operation_id,
+    )
+    request.plan.command.sql_command.input.sql.query = "UPDATE t SET id = -id WHERE id > 7"
+    request.request_options.add().reattach_options.reattachable = True
+    with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
+        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+        responses = list(stub.ExecutePlan(request))
+        assert [r.WhichOneof("response_type") for r in responses] == [
+            "sql_command_result",
+            "result_complete",
+        ]
+        assert {r.operation_id for r in responses} == {operation_id}
+        answer = responses[0].sql_command_result.relation
+        assert answer.WhichOneof("rel_type") == "local_relation"
+        counts = pa.ipc.open_stream(answer.local_relation.data).read_all()
+        assert counts.to_pylist() == [{"num_affected_rows": 2}]
+        release = spark_proto.ReleaseExecuteRequest(
+            session_id=request.session_id,
+            user_context=request.user_context,
+            operation_id=operation_id,
+        )
+        release.release_until.response_id = responses[0].response_id
+        assert stub.ReleaseExecute(release).operation_id == operation_id
+        release.release_all.SetInParent()
+        stub.ReleaseExecute(release)
+    assert sorted(r.id for r in spark.table("t").collect()) == [-9, -8, 3, 4, 5, 6, 7]
