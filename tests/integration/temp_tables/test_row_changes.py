@@ -395,7 +395,11 @@ def test_the_gateway_answers_a_change_as_spark_answers_a_command(
     request.request_options.add().reattach_options.reattachable = True
     with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
         stub = base_pb2_grpc.SparkConnectServiceStub(channel)
-        responses = list(stub.ExecutePlan(request))
+        responses = [
+            r
+            for r in stub.ExecutePlan(request)
+            if r.WhichOneof("response_type") != "execution_progress"
+        ]
         assert [r.WhichOneof("response_type") for r in responses] == [
             "sql_command_result",
             "result_complete",
