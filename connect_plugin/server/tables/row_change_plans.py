@@ -118,7 +118,11 @@ class Plan:
                 if check
                 else None
             )
-            rows, joined, on = (numbered, target_name), (sourced, source_name), request.on
+            # Where the cardinality is checked, a row of the table needs only a mark, not a
+            # number: a BOOLEAN goes through the join's shuffle instead of a BIGINT.
+            marked = f"SELECT *, TRUE AS {TARGET_ROW} FROM {quote_identifier(table.name)}"
+            rows = (marked if check else numbered, target_name)
+            joined, on = (sourced, source_name), request.on
         else:
             source = ""
             clauses = (_only_clause(request),)
@@ -170,7 +174,8 @@ class Plan:
         marked where it may have them."""
         fields = [StructField(f.name, f.dataType, True, f.metadata) for f in self.schema.fields]
         if any(c.branch != EVERY_ROW for c in self.clauses):
-            fields += [StructField(TARGET_ROW, LongType()), StructField(SOURCE_ROW, BooleanType())]
+            numbered = LongType() if self.cardinality is None else BooleanType()
+            fields += [StructField(TARGET_ROW, numbered), StructField(SOURCE_ROW, BooleanType())]
         fields.append(StructField(CLAUSE, IntegerType()))
         for v in self.values:
             for i, column in v.items():
