@@ -40,6 +40,7 @@ from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import drop_view, files_relation, temp_view_names
 from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import Outcome
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import Name
 from connect_plugin.server.transport.spark_sql import quote_identifier
@@ -82,7 +83,7 @@ class Tables:
 
     async def drop(
         self, context: SessionContext, name: Name, *, if_exists: bool, strict: bool
-    ) -> spark_proto.Relation | None:
+    ) -> Outcome | None:
         """Drop a temp table; ``None`` when ``name`` is none and ``strict`` is off (SQL).
 
         The lookup happens under the session's lock, so a DROP of a name a
@@ -95,10 +96,10 @@ class Tables:
                 if not strict:
                     return None
                 if if_exists:
-                    return results.status(False, f"Temporary table [{name}] not found")
+                    return _status(False, f"Temporary table [{name}] not found")
                 raise TempTableNotFound(f"Temporary table [{name}] not found in this session")
             await to_the_end(self._drop(context, session, table))
-        return results.status(True, f"Temporary table [{table.name}] dropped")
+        return _status(True, f"Temporary table [{table.name}] dropped")
 
     async def _drop(self, context: SessionContext, session: Session, table: TempTable) -> None:
         log.info("Temporary table [%s] is being dropped.", table.name)
@@ -115,7 +116,7 @@ class Tables:
         self._workspace.remove(table.location)
         self._registry.remove([table])
 
-    async def listing(self, context: SessionContext) -> spark_proto.Relation:
+    async def listing(self, context: SessionContext) -> Outcome:
         """SHOW TEMPORARY TABLES, without the tables whose views went behind the gateway."""
         session = self._registry.find(context.user_id, context.session_id)
         if session is not None and session.tables:
@@ -128,7 +129,7 @@ class Tables:
         rows = [
             (t.name, t.format, t.rows, self._workspace.size(t.location), t.created) for t in tables
         ]
-        return results.result_relation(results.LIST_COLUMNS, rows)
+        return Outcome.of_rows(results.LIST_COLUMNS, rows)
 
     def files(self, context: SessionContext, name: Name) -> spark_proto.Relation:
         """A read of the table's files, unchecked (for analysis: the schema is theirs)."""
@@ -223,3 +224,7 @@ class Tables:
         if session is None or session.tables.get(table.key) is not table:
             return dataclasses.replace(table, rows=rows)
         return self._registry.set_rows(session, table, rows)
+
+
+def _status(ok: bool, summary: str) -> Outcome:
+    return Outcome.of_rows(results.STATUS_COLUMNS, [(ok, summary)])

@@ -48,6 +48,7 @@ from connect_plugin.server.sessions.writes import (
     write_files,
 )
 from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import Outcome
 from connect_plugin.server.tables.table_formats import layout
 from connect_plugin.server.tables.table_input import check_shape, shaped_input
 from connect_plugin.server.tables.value_checks import checked, rules
@@ -89,7 +90,7 @@ class TableCreator:
 
     async def create(
         self, context: SessionContext, request: CreateTempTable, progress: ProgressSink
-    ) -> spark_proto.Relation:
+    ) -> Outcome:
         name = check_table_name(request.name)
         upstream = self._upstream.session(context)
         key = name.lower()
@@ -115,12 +116,12 @@ class TableCreator:
         request: CreateTempTable,
         name: str,
         progress: ProgressSink,
-    ) -> spark_proto.Relation:
+    ) -> Outcome:
         await self._drop_if_lost(upstream, session)
         existing = session.tables.get(name.lower())
         taken = existing is not None or name.lower() in await temp_view_names(upstream)
         if taken and request.if_not_exists:
-            return results.status(False, self._exists_message(name))
+            return Outcome.of_rows(results.STATUS_COLUMNS, [(False, self._exists_message(name))])
         if taken and not request.or_replace:
             raise TempTableExists(
                 self._exists_message(name) + "; drop it first or use CREATE OR REPLACE"
@@ -149,7 +150,7 @@ class TableCreator:
         done = await self._write_and_swap(
             session, upstream, table, relation, existing, taken=taken, progress=progress
         )
-        return results.created(name, done.rows)
+        return Outcome.of_rows(results.CREATED_COLUMNS, [(name, done.rows)])
 
     async def rewrite(
         self,

@@ -103,7 +103,7 @@ class CreateTempTableHandler(Handler[CreateTempTable]):
         return Outcome(results.created(request.name.name, 0))
 
     async def execute(self, call: Call, request: CreateTempTable) -> Outcome:
-        return Outcome(await self._creator.create(call.context, request, call.progress))
+        return await self._creator.create(call.context, request, call.progress)
 
 
 class DropTempTableHandler(Handler[DropTempTable]):
@@ -147,7 +147,7 @@ class DropTempTableHandler(Handler[DropTempTable]):
         result = await tables.drop(
             context, request.name, if_exists=request.if_exists, strict=request.strict
         )
-        return FORWARD if result is None else Outcome(result)
+        return FORWARD if result is None else result
 
 
 class ListTempTablesHandler(Handler[ListTempTables]):
@@ -179,7 +179,7 @@ class ListTempTablesHandler(Handler[ListTempTables]):
         return Outcome(results.result_relation(results.LIST_COLUMNS, []))
 
     async def execute(self, call: Call, request: ListTempTables) -> Outcome:
-        return Outcome(await self._tables.listing(call.context))
+        return await self._tables.listing(call.context)
 
 
 class ReadTempTableHandler(Handler[ReadTempTable]):
