@@ -341,3 +341,37 @@ def test_automatic_drop_when_client_is_closed(
             other.sql("SELECT * FROM automatic_drop").collect()
     finally:
         other.stop()
+
+
+def test_statements_whose_rows_the_gateway_knows_come_back_as_local_relations(
+    spark: SparkSession,
+) -> None:
+    """CREATE, SHOW TEMPORARY TABLES, DROP and a change: each answered with its rows as
+    Spark answers a command; a statement Spark runs is answered by Spark."""
+    answers = {
+        statement: spark.sql(statement)
+        for statement in (
+            "CREATE TEMPORARY TABLE t AS SELECT id FROM range(4)",
+            "SHOW TEMPORARY TABLES",
+            "UPDATE t SET id = id + 1 WHERE id > 1",
+            "DROP TABLE t",
+            "SELECT 1 AS one",
+        )
+    }
+    kinds = {s: df._plan._plan.WhichOneof("rel_type") for s, df in answers.items()}
+    assert kinds == {
+        "CREATE TEMPORARY TABLE t AS SELECT id FROM range(4)": "local_relation",
+        "SHOW TEMPORARY TABLES": "local_relation",
+        "UPDATE t SET id = id + 1 WHERE id > 1": "local_relation",
+        "DROP TABLE t": "local_relation",
+        "SELECT 1 AS one": "sql",
+    }
+    assert [tuple(r) for r in answers["CREATE TEMPORARY TABLE t AS SELECT id FROM range(4)"].collect()] == [
+        ("t", 4)
+    ]
+    (listed,) = answers["SHOW TEMPORARY TABLES"].collect()
+    assert (listed["name"], listed["format"], listed["rows"]) == ("t", "parquet", 4)
+    assert listed["created"].year >= 2026
+    assert [tuple(r) for r in answers["DROP TABLE t"].collect()] == [
+        (True, "Temporary table [t] dropped")
+    ]

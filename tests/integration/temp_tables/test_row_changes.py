@@ -419,3 +419,4 @@ def test_the_gateway_answers_a_change_as_spark_answers_a_command(
         release.release_all.SetInParent()
         stub.ReleaseExecute(release)
     assert sorted(r.id for r in spark.table("t").collect()) == [-9, -8, 3, 4, 5, 6, 7]
+
