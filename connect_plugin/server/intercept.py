@@ -21,12 +21,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
+import pyarrow as pa
 from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.types import pyspark_types_to_proto_types
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from connect_plugin.config import Config
 from connect_plugin.errors import (
@@ -40,7 +43,7 @@ from connect_plugin.server.monitoring.audit import AuditLog, who
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
-from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.registry import Session, SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.views import uncache
 from connect_plugin.server.sessions.writes import ProgressSink, stop_writes
@@ -146,6 +149,9 @@ class PluginHandlers:
     async def execute_plan(
         self, method: str, request: spark_proto.ExecutePlanRequest, context: Any
     ) -> Interception | None:
+        read_back = self._read_back(request)
+        if read_back:
+            return Interception(answered=read_back)
         cached = self._cached_scans(request)
         if cached and clears_cache(request.plan):
             cached.clear()
@@ -254,16 +260,16 @@ class PluginHandlers:
 
         return Interception(prepare=prepare)
 
-    def _command_answer(
-        self, request: spark_proto.ExecutePlanRequest, result: spark_proto.Relation
-    ) -> tuple[spark_proto.ExecutePlanResponse, ...]:
-        """Spark's answer to a SQL command, with ``result`` as its rows: the command's result,
-        then ``ResultComplete`` (none while the session's server-side id is unknown)."""
+    def _answering(
+        self, request: spark_proto.ExecutePlanRequest, kinds: Sequence[str]
+    ) -> tuple[Session, list[spark_proto.ExecutePlanResponse]] | None:
+        """The session and empty responses of ``kinds`` with which the gateway answers
+        ``request`` itself; None while the session's server-side id is unknown."""
         session = self._sessions.find(request.user_context.user_id, request.session_id)
         if session is None or not session.server_side_session_id or not request.operation_id:
-            return ()
+            return None
         responses = []
-        for kind in ("sql_command_result", "result_complete"):
+        for kind in kinds:
             response = spark_proto.ExecutePlanResponse(
                 session_id=request.session_id,
                 server_side_session_id=session.server_side_session_id,
@@ -272,7 +278,41 @@ class PluginHandlers:
             )
             getattr(response, kind).SetInParent()
             responses.append(response)
+        return session, responses
+
+    def _command_answer(
+        self, request: spark_proto.ExecutePlanRequest, result: spark_proto.Relation
+    ) -> tuple[spark_proto.ExecutePlanResponse, ...]:
+        """Spark's answer to a SQL command, with ``result`` as its rows: the command's result,
+        then ``ResultComplete``."""
+        answering = self._answering(request, ("sql_command_result", "result_complete"))
+        if answering is None:
+            return ()
+        session, responses = answering
         responses[0].sql_command_result.relation.CopyFrom(result)
+        session.answered.append(result.local_relation.data)
+        return tuple(responses)
+
+    def _read_back(
+        self, request: spark_proto.ExecutePlanRequest
+    ) -> tuple[spark_proto.ExecutePlanResponse, ...]:
+        """Spark's answer to a query of a statement result the gateway answered (a client's
+        DataFrame reading its rows back): the schema, the rows, then ``ResultComplete``."""
+        plan = request.plan
+        if not plan.HasField("root") or plan.root.WhichOneof("rel_type") != "local_relation":
+            return ()
+        local = plan.root.local_relation
+        session = self._sessions.find(request.user_context.user_id, request.session_id)
+        if session is None or local.HasField("schema") or local.data not in session.answered:
+            return ()
+        rows = pa.ipc.open_stream(local.data).read_all()
+        answering = self._answering(request, ("schema", "arrow_batch", "result_complete"))
+        if answering is None or not rows.num_rows:
+            return ()
+        _, responses = answering
+        responses[0].schema.CopyFrom(pyspark_types_to_proto_types(from_arrow_schema(rows.schema)))
+        responses[1].arrow_batch.row_count = rows.num_rows
+        responses[1].arrow_batch.data = local.data
         return tuple(responses)
 
     def _progress_response(

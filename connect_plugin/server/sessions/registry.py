@@ -121,6 +121,9 @@ class Lifecycle(enum.Enum):
     GONE = "gone"
 
 
+ANSWERS_KEPT = 16
+"""Statement results per session whose read-back the gateway answers itself."""
+
 @dataclass(eq=False)
 class Session:
     """All the gateway keeps about one session."""
@@ -145,6 +148,11 @@ class Session:
     """Held while the scan data source is registered, so that it is registered once."""
     cached_scans: collections.Counter[bytes] = field(default_factory=collections.Counter)
     """Scans in plans the client persisted, which rewrites leave whole (``cached_scans``)."""
+    answered: collections.deque[bytes] = field(
+        default_factory=lambda: collections.deque(maxlen=ANSWERS_KEPT)
+    )
+    """The Arrow data of the last statement results the gateway answered itself, whose
+    read-back it answers too."""
     stored: bool = False
     """Whether the store has a row for the session (it has or had a table)."""
     state: Lifecycle = Lifecycle.ACTIVE

@@ -28,6 +28,7 @@ from pyspark.sql.connect.proto import base_pb2_grpc
 from pyspark.sql.types import LongType
 
 from connect_plugin.server.gateway import Gateway
+from connect_plugin.server.statements.results import local_relation
 from tests.integration.support import table_folders
 
 ROWS = "(1, 10, 'a'), (2, 20, 'b'), (3, NULL, 'c'), (4, 40, NULL), (5, 50, 'e')"
@@ -378,7 +379,8 @@ def test_the_gateway_answers_a_change_as_spark_answers_a_command(
 ) -> None:
     """The statement's counts come back as Spark sends a command's result, a LocalRelation
     then ResultComplete, from the gateway itself; the client's release of the operation
-    is answered, and its DataFrame reads the counts back any number of times."""
+    is answered, and its DataFrame reads the counts back any number of times, from the
+    gateway too (a LocalRelation the gateway did not send is Spark's to answer)."""
     spark.sql("CREATE TEMPORARY TABLE t USING parquet AS SELECT id FROM range(10)")
     changed = spark.sql("DELETE FROM t WHERE id < 3")
     assert changed.schema.simpleString() == "struct<num_affected_rows:bigint>"
@@ -409,6 +411,29 @@ def test_the_gateway_answers_a_change_as_spark_answers_a_command(
         assert answer.WhichOneof("rel_type") == "local_relation"
         counts = pa.ipc.open_stream(answer.local_relation.data).read_all()
         assert counts.to_pylist() == [{"num_affected_rows": 2}]
+
+        def read(relation: spark_proto.Relation) -> list[spark_proto.ExecutePlanResponse]:
+            query = spark_proto.ExecutePlanRequest()
+            query.CopyFrom(request)
+            query.operation_id = str(uuid.uuid4())
+            query.plan.root.CopyFrom(relation)
+            return list(stub.ExecutePlan(query))
+
+        read_back = read(answer)
+        assert [r.WhichOneof("response_type") for r in read_back] == [
+            None,
+            "arrow_batch",
+            "result_complete",
+        ]
+        assert read_back[0].schema.struct.fields[0].name == "num_affected_rows"
+        assert read_back[0].schema.struct.fields[0].data_type.HasField("long")
+        assert read_back[1].arrow_batch.data == answer.local_relation.data
+        unknown = local_relation([("num_affected_rows", "BIGINT")], [(41,)])
+        (spark_rows,) = [r for r in read(unknown) if r.HasField("arrow_batch")]
+        assert spark_rows.arrow_batch.data != unknown.local_relation.data, "Spark encodes anew"
+        assert pa.ipc.open_stream(spark_rows.arrow_batch.data).read_all().to_pylist() == [
+            {"num_affected_rows": 41}
+        ]
         release = spark_proto.ReleaseExecuteRequest(
             session_id=request.session_id,
             user_context=request.user_context,
