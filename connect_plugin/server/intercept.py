@@ -14,6 +14,12 @@ Progress of the gateway's own work reaches the client as extra
 prefix the gateway recognises: the client acknowledges each response with
 ReleaseExecute (and may name one in ReattachExecute), and the gateway
 answers or strips those itself, since the upstream never sent them.
+
+A SQL statement whose result rows the gateway knows (``Outcome.answer``)
+is answered by the gateway alone, as Spark answers a command: the rows in a
+``LocalRelation``, then ``ResultComplete``, with the same prefixed response
+ids; the DataFrame's read-back of those rows is answered the same way.
+Spark never hears of such an operation, and releases it as any unknown one.
 """
 
 from __future__ import annotations
