@@ -76,13 +76,12 @@ async def write_files(
     """
     metric = f"connect_plugin_{uuid.uuid4().hex}"
     with deep_messages():
-        observed = spark_proto.Relation()
+        observed = relation
         if rows_at is None:
+            observed = spark_proto.Relation()
             observed.collect_metrics.input.CopyFrom(relation)
             observed.collect_metrics.name = metric
             _count_rows(observed.collect_metrics.metrics.add())
-        else:
-            observed.CopyFrom(relation)
         command = spark_proto.Command()
         write = command.write_operation
         write.input.CopyFrom(observed)

@@ -344,6 +344,21 @@ class Forwarder:
             log.warning("%s succeeded upstream but its follow-up failed: %s", name, exc)
             await abort_with(exc, context, message)
 
+    def _call(
+        self, upstream: Callable[..., Any], request: bytes, handling: Interception | None, context: Any
+    ) -> Any:
+        """The upstream call of ``request`` (as the hook rewrote it, if it did), with the
+        client's forwardable metadata and deadline."""
+        if handling is not None and handling.request is not None:
+            request = handling.request.SerializeToString()
+        if self._metrics is not None:
+            self._metrics.sent_upstream(request)
+        return upstream(
+            request,
+            metadata=forwardable_metadata(context.invocation_metadata()),
+            timeout=context.time_remaining(),
+        )
+
     @staticmethod
     async def _send_initial_metadata(call: Any, context: Any) -> None:
         initial = await call.initial_metadata()
@@ -407,18 +422,9 @@ class Forwarder:
             handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
-            if handling is not None:
-                if handling.answer is not None:
-                    return handling.answer.SerializeToString()
-                if handling.request is not None:
-                    request = handling.request.SerializeToString()
-            if self._metrics is not None:
-                self._metrics.sent_upstream(request)
-            call = upstream(
-                request,
-                metadata=forwardable_metadata(context.invocation_metadata()),
-                timeout=context.time_remaining(),
-            )
+            if handling is not None and handling.answer is not None:
+                return handling.answer.SerializeToString()
+            call = self._call(upstream, request, handling, context)
             try:
                 response: bytes = await call
             except grpc.aio.AioRpcError as error:
@@ -495,15 +501,7 @@ class Forwarder:
                     await self._finish_interception(handling, name, message, context)
                     yield final.SerializeToString()
                     return
-                if handling.request is not None:
-                    request = handling.request.SerializeToString()
-            if self._metrics is not None:
-                self._metrics.sent_upstream(request)
-            call = upstream(
-                request,
-                metadata=forwardable_metadata(context.invocation_metadata()),
-                timeout=context.time_remaining(),
-            )
+            call = self._call(upstream, request, handling, context)
             try:
                 await self._send_initial_metadata(call, context)
                 read = call.read
