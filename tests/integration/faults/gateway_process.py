@@ -10,7 +10,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +154,21 @@ def wait_until(condition: object, timeout: float, what: str, poll: float = 0.05)
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(poll)
+
+
+def join_client(worker: threading.Thread, gateway: GatewayProcess) -> None:
+    """Wait for a client thread that lived through a gateway restart; fail with where it
+    waits and what the gateway logged since its last start."""
+    worker.join(CLIENT_RECOVERY_TIMEOUT_S)
+    if not worker.is_alive():
+        return
+    frame = sys._current_frames().get(worker.ident or 0)
+    stack = "".join(traceback.format_stack(frame)) if frame is not None else "(no frame)"
+    log = gateway.log_text().rsplit("--- start ", 1)[-1]
+    raise AssertionError(
+        f"the client did not come back within {CLIENT_RECOVERY_TIMEOUT_S} s of the gateway's "
+        f"restart; it waits in:\n{stack}\ngateway log since the restart:\n{log[-6000:]}"
+    )
 
 
 @contextlib.contextmanager

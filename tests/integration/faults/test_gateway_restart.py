@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 
 from tests.integration.faults.gateway_process import (
     BIG_ROWS,
-    CLIENT_RECOVERY_TIMEOUT_S,
     WRITE_START_TIMEOUT_S,
     GatewayProcess,
+    join_client,
     wait_until,
     writing,
 )
@@ -97,8 +97,7 @@ def test_kill_during_cttas_leaves_the_table_absent_or_complete(
     assert len([p for p in session_folder.iterdir()]) == 2, "small and the half-written big"
 
     gateway.start()
-    worker.join(CLIENT_RECOVERY_TIMEOUT_S)
-    assert not worker.is_alive(), "the client did not come back from the gateway's restart"
+    join_client(worker, gateway)
     log = gateway.log_text()
     assert "Temporary table [big] was rolled back" in log
     if "rows" in outcome:

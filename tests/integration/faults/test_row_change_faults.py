@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 
 from tests.integration.faults.gateway_process import (
     BIG_ROWS,
-    CLIENT_RECOVERY_TIMEOUT_S,
     WRITE_START_TIMEOUT_S,
     GatewayProcess,
+    join_client,
     wait_until,
     writing,
 )
@@ -53,8 +53,7 @@ def test_kill_during_an_update_leaves_the_old_table_or_the_new_one(
         ("ready",),
     ]
     gateway.start()
-    worker.join(CLIENT_RECOVERY_TIMEOUT_S)
-    assert not worker.is_alive(), "the client did not come back from the gateway's restart"
+    join_client(worker, gateway)
     upper = spark.sql("SELECT count_if(h = upper(h)) AS n FROM big").first()
     assert upper is not None
     if "rows" in outcome:
