@@ -40,6 +40,7 @@ from connect_plugin.server.sessions.registry import SessionRegistry, admit_reque
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
+from connect_plugin.server.sessions.writes import stop_late_watches
 from connect_plugin.server.statements.config_guard import screen_substitutions
 from connect_plugin.server.statements.handlers import HandlerRegistry, SqlOrder
 from connect_plugin.server.tables.catalog import Tables
@@ -265,6 +266,7 @@ class Gateway:
                 await self._qualifier_check
         if self.audit is not None:
             self.audit.close()
+        await stop_late_watches()
         try:
             if self.watch is not None:
                 await self.watch.stop()

@@ -216,6 +216,17 @@ async def _keep_removed(remove: Callable[[], bool], until: float) -> None:
             return
 
 
+async def stop_late_watches() -> None:
+    """Stop the background removals (``remove_for_good``) this event loop still runs, as its
+    gateway stops: a folder a straggling task brings back after that is an orphan, which
+    the next start deletes."""
+    loop = asyncio.get_running_loop()
+    watches = [w for w in _late_watchers if w.get_loop() is loop]
+    for watch in watches:
+        watch.cancel()
+    await asyncio.gather(*watches, return_exceptions=True)
+
+
 async def stop_writes(session: Session, upstream: UpstreamSession, timeout_s: float) -> None:
     """Stop the session's running CTTAS writes before the session is released upstream.
 

@@ -83,3 +83,28 @@ def test_undo_errors_reach_the_caller() -> None:
 
     with pytest.raises(ValueError, match="undo broke"):
         asyncio.run(to_the_end(failing()))
+
+
+def test_a_stopping_gateway_stops_its_loops_late_watches_and_no_other_loops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(writes, "WRITE_POLL_S", 0.0)
+    monkeypatch.setattr(writes, "LATE_POLL_S", 0.01)
+    other = asyncio.new_event_loop()
+    try:
+        other.run_until_complete(writes.remove_for_good(lambda: False, TIMEOUT_S))
+        (elsewhere,) = writes._late_watchers
+
+        async def scenario() -> None:
+            await writes.remove_for_good(lambda: False, TIMEOUT_S)
+            assert len(writes._late_watchers) == 2
+            await writes.stop_late_watches()
+            assert writes._late_watchers == {elsewhere}
+
+        asyncio.run(scenario())
+        assert not elsewhere.done()
+        elsewhere.cancel()
+        other.run_until_complete(asyncio.gather(elsewhere, return_exceptions=True))
+    finally:
+        other.close()
+    assert not writes._late_watchers
