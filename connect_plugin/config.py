@@ -70,6 +70,10 @@ class Config:
     log_level: str = "INFO"
     registry_path: Path | None = None
     """The session registry's SQLite file; default ``<workspace>/.connect-plugin/registry.sqlite3``."""
+    detached_timeout_s: float = 60.0
+    """How long a statement the gateway runs itself (CTTAS, a row change) goes on after the
+    client's stream of it ended, for the client to reattach to it; 0: it stops with the
+    stream."""
     recovery_timeout_s: float = 30.0
     """At start-up, how long one upstream call of the repair (and an interrupted write) may take."""
     session_idle_timeout_s: float = 0.0
@@ -141,6 +145,10 @@ class Config:
             raise ConfigError(
                 f"temp_table_format {self.temp_table_format!r} is not one of "
                 + ", ".join(TEMP_TABLE_FORMATS)
+            )
+        if self.detached_timeout_s < 0:
+            raise ConfigError(
+                f"detached_timeout_s {self.detached_timeout_s!r} must be positive (or 0)"
             )
         if self.recovery_timeout_s <= 0:
             raise ConfigError(f"recovery_timeout_s {self.recovery_timeout_s!r} must be positive")

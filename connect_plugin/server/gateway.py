@@ -25,6 +25,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
+from connect_plugin.server.detached import Detached
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.scans.rejects import RejectsTables
@@ -100,6 +101,8 @@ class Gateway:
         self.sessions: SessionRegistry | None = None
         self.recovery: Recovery | None = None
         self.watch: SessionWatch | None = None
+        self.detached: Detached | None = None
+        """The statements it runs itself that a client may reattach to."""
         self._workspace_lock: WorkspaceLock | None = None
         self.authenticator: TokenAuthenticator | None = None
         self.upstream_token: UpstreamToken | None = None
@@ -197,6 +200,7 @@ class Gateway:
             None if metrics is None else metrics.statement,
             None if metrics is None else ScanRows(metrics.scanned, metrics.bad_record),
         )
+        self.detached = handlers.detached
         self.watch = SessionWatch(config, registry, upstream, release)
         if metrics is not None:
             metrics.watch_actions(self.watch.figures, self.recovery)

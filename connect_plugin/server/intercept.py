@@ -24,7 +24,6 @@ Spark never hears of such an operation, and releases it as any unknown one.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -45,6 +44,7 @@ from connect_plugin.errors import (
     UpstreamFailed,
     UpstreamUnavailable,
 )
+from connect_plugin.server.detached import Detached, Key, Running
 from connect_plugin.server.monitoring.audit import AuditLog, who
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner
@@ -60,7 +60,13 @@ from connect_plugin.server.statements.dispatch import Work as PluginWork
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.tables.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.transport.forwarding import Interception, forwardable_metadata
-from connect_plugin.server.transport.requests import Request
+from connect_plugin.server.transport.requests import (
+    ChangeRows,
+    CreateTempTable,
+    DropTempTable,
+    ListTempTables,
+    Request,
+)
 from connect_plugin.server.transport.status import error_class_of, scan_error_details
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, upstream_failure
 
@@ -102,6 +108,7 @@ class PluginHandlers:
         self._release = release
         self._dispatch = Dispatcher(config, handlers, self._has_tables)
         self._guard = ConfigGuard(config.workspace)
+        self.detached = Detached(config.detached_timeout_s)
 
     def _has_tables(self, user_id: str, session_id: str) -> bool:
         session = self._sessions.find(user_id, session_id)
@@ -203,7 +210,15 @@ class PluginHandlers:
 
         policy = scan_policy(r for w in works for r in w.requests())
         if self._scan_rows is None or policy is None:
-            return self._with_progress(request, handle, audit, answered=answered)
+            detachable = (
+                isinstance(statement, ANSWERED)
+                and site is not None
+                and site.command
+                and not works
+                and _reattachable(request)
+            )
+            key = _key(request) if detachable else None
+            return self._with_progress(request, handle, audit, answered=answered, key=key)
         interception = self._with_progress(
             request, handle, audit, self._scan_rows.failed(policy), answered=answered
         )
@@ -234,37 +249,40 @@ class PluginHandlers:
         audit: _Audited,
         stopped: Callable[[grpc.aio.AioRpcError], None] | None = None,
         answered: Callable[[], spark_proto.Relation | None] = lambda: None,
+        key: Key | None = None,
     ) -> Interception:
         """Run ``work`` before forwarding, relaying its progress to the client; ``audit``
         hears how it ended, and ``stopped`` of Spark's error, if the query fails. When
         ``answered`` then gives the statement's result, the gateway answers with it itself,
-        as Spark answers a SQL command, and nothing is forwarded."""
+        as Spark answers a SQL command, and nothing is forwarded. With a ``key``, the work
+        outlives the client's stream for a while, and a ReattachExecute resumes it
+        (``detached``)."""
 
-        async def prepare(handling: Interception) -> AsyncIterator[Message]:
-            queue: asyncio.Queue[spark_proto.ExecutePlanResponse] = asyncio.Queue()
-            task = asyncio.ensure_future(work(queue.put_nowait))
-            try:
-                while True:
-                    waiter = asyncio.ensure_future(queue.get())
-                    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                    if not waiter.done():
-                        waiter.cancel()
-                        break
-                    yield self._progress_response(request, waiter.result())
-                while not queue.empty():
-                    yield self._progress_response(request, queue.get_nowait())
-                outcomes = await task
-            finally:
-                if not task.done():
-                    task.cancel()
-            handling.request = request
+        def settle(handling: Interception, outcomes: list[Outcome]) -> None:
             handling.finish = audit.finished(_after_all(outcomes))
             handling.failed = audit.failed if stopped is None else _both(audit.failed, stopped)
             result = answered()
             if result is not None:
                 handling.answered = self._command_answer(request, result)
 
+        async def prepare(handling: Interception) -> AsyncIterator[Message]:
+            running = self.detached.start(key, work, settle)
+            async for extra in self._follow(request, running, handling):
+                yield extra
+            handling.request = request
+
         return Interception(prepare=prepare)
+
+    async def _follow(
+        self,
+        request: spark_proto.ExecutePlanRequest | spark_proto.ReattachExecuteRequest,
+        running: Running[spark_proto.ExecutePlanResponse, list[Outcome]],
+        handling: Interception,
+    ) -> AsyncIterator[Message]:
+        """Relay a statement's progress to the client's stream, then settle its result."""
+        async for progress in running.follow():
+            yield self._progress_response(request, progress)
+        running.settle(handling, await running.result())
 
     def _answering(
         self, request: spark_proto.ExecutePlanRequest, kinds: Sequence[str]
@@ -322,7 +340,9 @@ class PluginHandlers:
         return tuple(responses)
 
     def _progress_response(
-        self, request: spark_proto.ExecutePlanRequest, upstream: spark_proto.ExecutePlanResponse
+        self,
+        request: spark_proto.ExecutePlanRequest | spark_proto.ReattachExecuteRequest,
+        upstream: spark_proto.ExecutePlanResponse,
     ) -> spark_proto.ExecutePlanResponse:
         session = self._sessions.find(request.user_context.user_id, request.session_id)
         if session is not None and not session.server_side_session_id:
@@ -367,6 +387,9 @@ class PluginHandlers:
     async def release_execute(
         self, method: str, request: spark_proto.ReleaseExecuteRequest, context: Any
     ) -> Interception | None:
+        running = self.detached.find(_key(request))
+        if running is not None and request.HasField("release_all"):
+            running.end()
         if not request.release_until.response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
             return None
         session = self._sessions.find(request.user_context.user_id, request.session_id)
@@ -388,11 +411,41 @@ class PluginHandlers:
     async def reattach_execute(
         self, method: str, request: spark_proto.ReattachExecuteRequest, context: Any
     ) -> Interception | None:
+        running = self.detached.find(_key(request))
+        if running is not None:
+
+            async def resume(handling: Interception) -> AsyncIterator[Message]:
+                async for extra in self._follow(request, running, handling):
+                    yield extra
+                if not handling.answered:
+                    request.ClearField("last_response_id")
+                    handling.request = request
+
+            return Interception(prepare=resume)
         watch = None if self._scan_rows is None else self._scan_rows.reattached(request)
         if not request.last_response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
             return None if watch is None else Interception(responses=watch)
         request.ClearField("last_response_id")
         return Interception(request=request, responses=watch)
+
+
+ANSWERED = (CreateTempTable, DropTempTable, ListTempTables, ChangeRows)
+"""The statements the gateway answers itself: a client may reattach to them."""
+
+
+def _key(
+    request: spark_proto.ExecutePlanRequest
+    | spark_proto.ReattachExecuteRequest
+    | spark_proto.ReleaseExecuteRequest,
+) -> Key:
+    return (request.user_context.user_id, request.session_id, request.operation_id)
+
+
+def _reattachable(request: spark_proto.ExecutePlanRequest) -> bool:
+    return bool(request.operation_id) and any(
+        o.HasField("reattach_options") and o.reattach_options.reattachable
+        for o in request.request_options
+    )
 
 
 def _both(

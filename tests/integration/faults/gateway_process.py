@@ -21,6 +21,9 @@ from connect_plugin.server.embedded import free_port
 from connect_plugin.server.sessions.workspace import PRIVATE_DIR, REGISTRY_FILE
 
 READY_PREFIX = "connect-plugin gateway ready at "
+DETACHED_TIMEOUT_S = 2.0
+"""How long a statement the gateway runs goes on after its client's stream ended (its
+``detached_timeout_s``): short, so that a client killed mid-write is soon seen gone."""
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 
@@ -67,6 +70,7 @@ class GatewayProcess:
 
     def spawn(self) -> subprocess.Popen[str]:
         env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+        env["CONNECT_PLUGIN_DETACHED_TIMEOUT_S"] = str(DETACHED_TIMEOUT_S)
         with self.log_path.open("a") as log:
             log.write(f"--- start {datetime.datetime.now().isoformat(timespec='milliseconds')}\n")
             log.flush()

@@ -1,0 +1,129 @@
+"""Statements the gateway runs itself, kept running while their client reattaches.
+
+Spark keeps a reattachable operation running when the client's stream of it
+ends (the client's deadline for one call, a dropped connection) and resumes
+it on ``ReattachExecute``. The gateway does the same for the statements it
+runs and answers itself (CTTAS, the row changes, DROP, SHOW TEMPORARY
+TABLES): their work goes on for ``detached_timeout_s`` after the last stream
+following it ended, and a ``ReattachExecute`` of the operation follows its
+progress and gets its answer. Not followed again by then, the work is
+cancelled, which stops its write and undoes it, as for a client that went
+away. Any other work ends with the stream that follows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+P = TypeVar("P")
+
+Key = tuple[str, str, str]
+"""(user id, session id, operation id) of a client's operation."""
+
+
+class Running(Generic[P, T]):
+    """One statement's work, and the progress it reports to whichever client stream
+    follows it.
+
+    ``keep_s``: how long the work goes on with no stream following it (0: it
+    is cancelled as the last stream ends); ``forget`` runs once, when no
+    stream will follow it again. ``settle`` is the caller's: what a stream
+    that saw the work end does with its result.
+    """
+
+    def __init__(
+        self,
+        work: Callable[[Callable[[P], None]], Awaitable[T]],
+        keep_s: float,
+        forget: Callable[[], None] = lambda: None,
+        settle: Any = None,
+    ) -> None:
+        self.progress: asyncio.Queue[P] = asyncio.Queue()
+        self.task: asyncio.Future[T] = asyncio.ensure_future(work(self.progress.put_nowait))
+        self.settle = settle
+        self._keep_s = keep_s
+        self._forget = forget
+        self._followers = 0
+        self._expiry: asyncio.TimerHandle | None = None
+        self._ended = False
+
+    async def follow(self) -> AsyncIterator[P]:
+        """The work's progress until it ends; then ``result`` gives its outcome."""
+        self._followers += 1
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        waiter: asyncio.Future[P] | None = None
+        try:
+            while True:
+                waiter = asyncio.ensure_future(self.progress.get())
+                either: set[asyncio.Future[Any]] = {self.task, waiter}
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                if not waiter.done():
+                    break
+                yield waiter.result()
+            while not self.progress.empty():
+                yield self.progress.get_nowait()
+        finally:
+            if waiter is not None and not waiter.done():
+                waiter.cancel()
+            self._followers -= 1
+            if not self._followers and not self._ended:
+                if self._keep_s > 0:
+                    self._expiry = asyncio.get_running_loop().call_later(self._keep_s, self.end)
+                elif not self.task.done():
+                    self.end()
+
+    async def result(self) -> T:
+        """The work's outcome (its error raised), taken by the stream that saw it end: no
+        stream follows the work after this one."""
+        try:
+            return await self.task
+        finally:
+            self.end()
+
+    def end(self) -> None:
+        """Cancel the work if it still runs, and forget it."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        if not self.task.done():
+            self.task.cancel()
+        if not self._ended:
+            self._ended = True
+            self._forget()
+
+
+class Detached:
+    """The gateway's running statements a client may reattach to, by ``Key``."""
+
+    def __init__(self, keep_s: float) -> None:
+        self.keep_s = keep_s
+        self._running: dict[Key, Running[Any, Any]] = {}
+
+    def start(
+        self,
+        key: Key | None,
+        work: Callable[[Callable[[P], None]], Awaitable[T]],
+        settle: Any = None,
+    ) -> Running[P, T]:
+        """Run ``work``; with a ``key``, a ``ReattachExecute`` of it finds it (``find``)
+        while it runs and for ``keep_s`` after its last stream ended."""
+        if key is None or self.keep_s <= 0 or key in self._running:
+            return Running(work, 0.0, settle=settle)
+
+        def forget() -> None:
+            self._running.pop(key, None)
+
+        running: Running[P, T] = Running(work, self.keep_s, forget, settle)
+        self._running[key] = running
+        return running
+
+    def find(self, key: Key) -> Running[Any, Any] | None:
+        return self._running.get(key)
+
+    def __len__(self) -> int:
+        return len(self._running)

@@ -1,0 +1,91 @@
+"""A statement the gateway runs itself outlives the client's deadline for one call.
+
+pyspark gives each ExecutePlan stream a deadline (10 minutes in 4.3) and
+reattaches when it passes, as Spark lets it for its own operations; a CTTAS
+or a row change that lasts longer goes on, and the reattached stream gets
+its answer. Here the deadline is 1 s and the statements take several.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import grpc
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.client.core import RpcDeadlines
+from pyspark.sql.connect.proto import base_pb2_grpc
+
+from connect_plugin.server.gateway import Gateway
+
+DEADLINE_S = 1.0
+ROWS = 3_000_000
+"""Rows whose CTTAS and UPDATE each take well over ``DEADLINE_S``."""
+RELEASE_TIMEOUT_S = 30.0
+
+
+def test_a_write_longer_than_the_clients_deadline_ends_on_a_reattached_stream(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    spark.client._rpc_deadlines = RpcDeadlines(  # type: ignore[attr-defined]
+        reattachable_execute_plan=DEADLINE_S, reattach_execute=DEADLINE_S
+    )
+    before = gateway.calls("ReattachExecute")
+    began = time.monotonic()
+    created = spark.sql(
+        "CREATE TEMPORARY TABLE long_write AS "
+        f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
+    ).collect()
+    took = time.monotonic() - began
+    assert [tuple(r) for r in created] == [("long_write", ROWS)]
+    updated = spark.sql("UPDATE long_write SET h = upper(h) WHERE id % 3 = 0").collect()
+    assert [tuple(r) for r in updated] == [(ROWS // 3,)]
+    assert took > DEADLINE_S, "the CTTAS ended within the deadline; make ROWS larger"
+    assert gateway.calls("ReattachExecute") - before >= 2
+    counts = spark.sql("SELECT count(*) AS n, count_if(h = upper(h)) AS up FROM long_write").first()
+    assert counts is not None
+    assert (counts.n, counts.up) == (ROWS, ROWS // 3)
+    assert gateway.detached is not None
+    assert len(gateway.detached) == 0
+
+
+def test_a_release_of_a_statement_no_stream_follows_stops_it_at_once(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    assert gateway.detached is not None
+    operation_id = str(uuid.uuid4())
+    request = spark_proto.ExecutePlanRequest(
+        session_id=spark.client._session_id,  # type: ignore[attr-defined]
+        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
+        operation_id=operation_id,
+    )
+    request.plan.command.sql_command.input.sql.query = (
+        "CREATE TEMPORARY TABLE released AS "
+        f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
+    )
+    request.request_options.add().reattach_options.reattachable = True
+    with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
+        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as ended:
+            for _ in stub.ExecutePlan(request, timeout=DEADLINE_S):
+                pass
+        assert ended.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+        assert len(gateway.detached) == 1, "the CTTAS ended within the deadline"
+        release = spark_proto.ReleaseExecuteRequest(
+            session_id=request.session_id, user_context=request.user_context, operation_id=operation_id
+        )
+        release.release_all.SetInParent()
+        stub.ReleaseExecute(release)
+    assert len(gateway.detached) == 0
+    assert gateway.sessions is not None
+    session = gateway.sessions.find(request.user_context.user_id, request.session_id)
+    assert session is not None
+    deadline = time.monotonic() + RELEASE_TIMEOUT_S
+    while session.writes or session.creating:
+        assert time.monotonic() < deadline, "the released CTTAS still writes"
+        time.sleep(0.1)
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.table("released").schema  # noqa: B018

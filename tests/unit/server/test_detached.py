@@ -1,0 +1,104 @@
+"""A statement's work outlives its client's stream for a while, as Spark's operations do."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+import pytest
+
+from connect_plugin.server.detached import Detached, Running
+
+KEY = ("user", "session", "operation")
+
+
+async def _steps(report: Callable[[str], None], gate: asyncio.Event) -> str:
+    report("started")
+    await gate.wait()
+    report("writing")
+    return "done"
+
+
+async def _follow_until(running: Running[str, str], seen: list[str], stop_at: str) -> None:
+    """Follow until ``stop_at``, then end the stream (as a client's deadline ends it)."""
+    async with contextlib.aclosing(running.follow()) as progress:
+        async for step in progress:
+            seen.append(step)
+            if step == stop_at:
+                return
+
+
+def test_a_reattached_stream_follows_the_work_and_takes_its_result() -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=5.0)
+        gate = asyncio.Event()
+        running = detached.start(KEY, lambda report: _steps(report, gate))
+        first: list[str] = []
+        await _follow_until(running, first, "started")
+        assert detached.find(KEY) is running
+        assert not running.task.done()
+        gate.set()
+        again = detached.find(KEY)
+        assert again is running
+        second = [p async for p in again.follow()]
+        assert (first, second) == (["started"], ["writing"])
+        assert await again.result() == "done"
+        assert detached.find(KEY) is None
+        assert len(detached) == 0
+
+    asyncio.run(scenario())
+
+
+def test_work_no_stream_follows_again_is_cancelled_after_keep_s() -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=0.05)
+        running = detached.start(KEY, lambda report: _steps(report, asyncio.Event()))
+        await _follow_until(running, [], "started")
+        await asyncio.sleep(0.2)
+        assert running.task.cancelled()
+        assert detached.find(KEY) is None
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["not reattachable", "kept for 0 s"])
+def test_work_that_may_not_be_reattached_ends_with_its_stream(key: tuple[str, str, str] | None) -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=0.0 if key else 5.0)
+        running = detached.start(key, lambda report: _steps(report, asyncio.Event()))
+        await _follow_until(running, [], "started")
+        await asyncio.sleep(0)
+        assert running.task.cancelled()
+        assert len(detached) == 0
+
+    asyncio.run(scenario())
+
+
+def test_ending_it_cancels_the_work_at_once() -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=5.0)
+        running = detached.start(KEY, lambda report: _steps(report, asyncio.Event()))
+        await _follow_until(running, [], "started")
+        running.end()
+        await asyncio.sleep(0)
+        assert running.task.cancelled()
+        assert detached.find(KEY) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_second_start_of_a_running_operation_is_not_reattachable() -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=5.0)
+        gate = asyncio.Event()
+        first = detached.start(KEY, lambda report: _steps(report, gate))
+        second = detached.start(KEY, lambda report: _steps(report, gate))
+        assert detached.find(KEY) is first
+        gate.set()
+        assert [p async for p in second.follow()] == ["started", "writing"]
+        assert await second.result() == "done"
+        assert detached.find(KEY) is first
+        first.end()
+
+    asyncio.run(scenario())
