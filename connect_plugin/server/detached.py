@@ -43,6 +43,7 @@ class Running(Generic[P, T]):
     ) -> None:
         self.progress: asyncio.Queue[P] = asyncio.Queue()
         self.task: asyncio.Future[T] = asyncio.ensure_future(work(self.progress.put_nowait))
+        self.task.add_done_callback(_taken)
         self.settle = settle
         self._keep_s = keep_s
         self._forget = forget
@@ -125,5 +126,20 @@ class Detached:
     def find(self, key: Key) -> Running[Any, Any] | None:
         return self._running.get(key)
 
+    async def stop(self) -> None:
+        """End every statement no stream follows (the gateway is stopping, its streams
+        ended), and wait for their writes to be undone."""
+        running = list(self._running.values())
+        for each in running:
+            each.end()
+        await asyncio.gather(*(each.task for each in running), return_exceptions=True)
+
     def __len__(self) -> int:
         return len(self._running)
+
+
+def _taken(task: asyncio.Future[Any]) -> None:
+    """A work's error is the audit's and its stream's to report; one that no stream
+    followed to the end is not logged again as never retrieved."""
+    if not task.cancelled():
+        task.exception()

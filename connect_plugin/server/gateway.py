@@ -262,6 +262,8 @@ class Gateway:
             await self._health.enter_graceful_shutdown()
         if self._server is not None:
             await self._server.stop(grace)
+        if self.detached is not None:
+            await self.detached.stop()
         if self._stop_metrics is not None:
             self._stop_metrics()
         if self._qualifier_check is not None:

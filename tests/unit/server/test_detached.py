@@ -102,3 +102,26 @@ def test_a_second_start_of_a_running_operation_is_not_reattachable() -> None:
         first.end()
 
     asyncio.run(scenario())
+
+
+def test_a_stopping_gateway_ends_the_statements_no_stream_follows() -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=5.0)
+        undone: list[str] = []
+
+        async def write(report: Callable[[str], None]) -> str:
+            try:
+                return await _steps(report, asyncio.Event())
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.01)
+                undone.append("undone")
+                raise
+
+        running = detached.start(KEY, write)
+        await _follow_until(running, [], "started")
+        await detached.stop()
+        assert running.task.cancelled()
+        assert undone == ["undone"]
+        assert len(detached) == 0
+
+    asyncio.run(scenario())
