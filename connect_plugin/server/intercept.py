@@ -40,12 +40,10 @@ from connect_plugin.config import Config
 from connect_plugin.errors import (
     ConnectPluginError,
     NotSupportedYet,
-    TempTableQueryFailed,
-    UpstreamFailed,
-    UpstreamUnavailable,
 )
 from connect_plugin.server.detached import Detached, Key, Running
-from connect_plugin.server.monitoring.audit import AuditLog, who
+from connect_plugin.server.monitoring.audit import AuditLog
+from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
@@ -56,7 +54,6 @@ from connect_plugin.server.sessions.writes import ProgressSink, stop_writes
 from connect_plugin.server.statements.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.statements.config_guard import ConfigGuard
 from connect_plugin.server.statements.dispatch import Dispatcher, SqlSite, replace_command
-from connect_plugin.server.statements.dispatch import Work as PluginWork
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.tables.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.transport.forwarding import Interception, forwardable_metadata
@@ -65,10 +62,9 @@ from connect_plugin.server.transport.requests import (
     CreateTempTable,
     DropTempTable,
     ListTempTables,
-    Request,
 )
-from connect_plugin.server.transport.status import error_class_of, scan_error_details
-from connect_plugin.server.transport.upstream import SessionContext, Upstream, upstream_failure
+from connect_plugin.server.transport.status import scan_error_details
+from connect_plugin.server.transport.upstream import SessionContext, Upstream
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
 Work = Callable[[ProgressSink], Awaitable[list[Outcome]]]
@@ -174,7 +170,9 @@ class PluginHandlers:
         command = self._dispatch.command(request.plan) if statement is None else None
         if not works and statement is None and command is None:
             return None
-        audit = _Audited(self._audit, self._count, request, statement, command, works)
+        roots = [r for r in (statement, command) if r is not None]
+        handled = [*roots, *(r for w in works for r in w.requests())]
+        audit = Audited(self._audit, self._count, request, handled)
         try:
             self._dispatch.check_changes(works, statement)
         except ConnectPluginError as exc:
@@ -246,7 +244,7 @@ class PluginHandlers:
         self,
         request: spark_proto.ExecutePlanRequest,
         work: Work,
-        audit: _Audited,
+        audit: Audited,
         stopped: Callable[[grpc.aio.AioRpcError], None] | None = None,
         answered: Callable[[], spark_proto.Relation | None] = lambda: None,
         key: Key | None = None,
@@ -460,76 +458,6 @@ def _both(
 
 def _no_progress(response: spark_proto.ExecutePlanResponse) -> None:
     """Analysis runs nothing that reports progress."""
-
-
-StatementCount = Callable[[str, str], None]
-"""Hears each handled request's kind and outcome (``ok``, ``refused``, ``failed``)."""
-
-
-class _Audited:
-    """The audit lines of one ExecutePlan's statements: each handled request, how it ended."""
-
-    def __init__(
-        self,
-        log: AuditLog | None,
-        count: StatementCount | None,
-        request: spark_proto.ExecutePlanRequest,
-        statement: Request | None,
-        command: Request | None,
-        works: list[PluginWork],
-    ) -> None:
-        self._log = log
-        self._count = count
-        self._user, self._session = who(request)
-        roots = [r for r in (statement, command) if r is not None]
-        self._handled = [*roots, *(r for w in works for r in w.requests())]
-
-    def _record(self, outcome: str, error_class: str | None = None) -> None:
-        for handled in self._handled:
-            if self._count is not None:
-                self._count(type(handled).__name__, outcome)
-            if self._log is None:
-                continue
-            name = getattr(handled, "name", None)
-            self._log.record(
-                method="ExecutePlan",
-                kind=type(handled).__name__,
-                outcome=outcome,
-                user=self._user,
-                session=self._session,
-                table=None if name is None else str(name),
-                error_class=error_class,
-            )
-
-    def refused(self, exc: ConnectPluginError) -> None:
-        """The gateway refused the request, or the work it did upstream for it failed (this
-        line is its refusal, not another)."""
-        failed = isinstance(exc, (UpstreamFailed, TempTableQueryFailed, UpstreamUnavailable))
-        outcome = "failed" if failed else "refused"
-        self._record(outcome, error_class_of(exc))
-        exc.audited = True  # type: ignore[attr-defined]
-
-    def failed(self, error: grpc.aio.AioRpcError) -> None:
-        self._record("failed", upstream_failure(error).error_class or error.code().name)
-
-    def finished(
-        self, after: Callable[[], Awaitable[None]] | None
-    ) -> Callable[[], Awaitable[None]] | None:
-        """``after`` (the follow-ups), then the ``ok`` lines; a follow-up's failure is its
-        line instead."""
-        if self._log is None and self._count is None:
-            return after
-
-        async def run() -> None:
-            try:
-                if after is not None:
-                    await after()
-            except ConnectPluginError as exc:
-                self._record("failed", error_class_of(exc))
-                raise
-            self._record("ok")
-
-        return run
 
 
 def _after_all(outcomes: list[Outcome]) -> Callable[[], Awaitable[None]] | None:
