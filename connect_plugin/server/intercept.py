@@ -20,6 +20,8 @@ is answered by the gateway alone, as Spark answers a command: the rows in a
 ``LocalRelation``, then ``ResultComplete``, with the same prefixed response
 ids; the DataFrame's read-back of those rows is answered the same way.
 Spark never hears of such an operation, and releases it as any unknown one.
+Such a statement also outlives the client's stream of it, and the client's
+ReattachExecute of its operation follows it to its answer (``detached``).
 """
 
 from __future__ import annotations
