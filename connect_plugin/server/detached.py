@@ -39,7 +39,7 @@ class Running(Generic[P, T]):
         work: Callable[[Callable[[P], None]], Awaitable[T]],
         keep_s: float,
         forget: Callable[[], None] = lambda: None,
-        settle: Any = None,
+        settle: Callable[[Any, T], None] | None = None,
     ) -> None:
         self.progress: asyncio.Queue[P] = asyncio.Queue()
         self.task: asyncio.Future[T] = asyncio.ensure_future(work(self.progress.put_nowait))
@@ -109,7 +109,7 @@ class Detached:
         self,
         key: Key | None,
         work: Callable[[Callable[[P], None]], Awaitable[T]],
-        settle: Any = None,
+        settle: Callable[[Any, T], None] | None = None,
     ) -> Running[P, T]:
         """Run ``work``; with a ``key``, a ``ReattachExecute`` of it finds it (``find``)
         while it runs and for ``keep_s`` after its last stream ended."""

@@ -282,7 +282,9 @@ class PluginHandlers:
         """Relay a statement's progress to the client's stream, then settle its result."""
         async for progress in running.follow():
             yield self._progress_response(request, progress)
-        running.settle(handling, await running.result())
+        outcomes = await running.result()
+        assert running.settle is not None, "the gateway's statements settle their result"
+        running.settle(handling, outcomes)
 
     def _answering(
         self, request: spark_proto.ExecutePlanRequest, kinds: Sequence[str]
