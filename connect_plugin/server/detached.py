@@ -31,7 +31,9 @@ class Running(Generic[P, T]):
     ``keep_s``: how long the work goes on with no stream following it (0: it
     is cancelled as the last stream ends); ``forget`` runs once, when no
     stream will follow it again. ``settle`` is the caller's: what a stream
-    that saw the work end does with its result.
+    that saw the work end does with its result; ``unclaimed``, what is done
+    with the result of work that ended with no stream left to take it
+    (``closing`` runs it).
     """
 
     def __init__(
@@ -40,11 +42,15 @@ class Running(Generic[P, T]):
         keep_s: float,
         forget: Callable[[], None] = lambda: None,
         settle: Callable[[Any, T], None] | None = None,
+        unclaimed: Callable[[T], Awaitable[None]] | None = None,
     ) -> None:
         self.progress: asyncio.Queue[P] = asyncio.Queue()
         self.task: asyncio.Future[T] = asyncio.ensure_future(work(self.progress.put_nowait))
         self.task.add_done_callback(_taken)
         self.settle = settle
+        self.closing: asyncio.Future[None] | None = None
+        self._unclaimed = unclaimed
+        self._claimed = False
         self._keep_s = keep_s
         self._forget = forget
         self._followers = 0
@@ -81,13 +87,15 @@ class Running(Generic[P, T]):
     async def result(self) -> T:
         """The work's outcome (its error raised), taken by the stream that saw it end: no
         stream follows the work after this one."""
+        self._claimed = True
         try:
             return await self.task
         finally:
             self.end()
 
     def end(self) -> None:
-        """Cancel the work if it still runs, and forget it."""
+        """Cancel the work if it still runs, and forget it; a result no stream took is
+        given to ``unclaimed``."""
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
@@ -96,6 +104,12 @@ class Running(Generic[P, T]):
         if not self._ended:
             self._ended = True
             self._forget()
+            succeeded = (
+                self.task.done() and not self.task.cancelled() and self.task.exception() is None
+            )
+            if succeeded and not self._claimed and self._unclaimed is not None:
+                self.closing = asyncio.ensure_future(self._unclaimed(self.task.result()))
+                self.closing.add_done_callback(_taken)
 
 
 class Detached:
@@ -110,16 +124,17 @@ class Detached:
         key: Key | None,
         work: Callable[[Callable[[P], None]], Awaitable[T]],
         settle: Callable[[Any, T], None] | None = None,
+        unclaimed: Callable[[T], Awaitable[None]] | None = None,
     ) -> Running[P, T]:
         """Run ``work``; with a ``key``, a ``ReattachExecute`` of it finds it (``find``)
         while it runs and for ``keep_s`` after its last stream ended."""
         if key is None or self.keep_s <= 0 or key in self._running:
-            return Running(work, 0.0, settle=settle)
+            return Running(work, 0.0, settle=settle, unclaimed=unclaimed)
 
         def forget() -> None:
             self._running.pop(key, None)
 
-        running: Running[P, T] = Running(work, self.keep_s, forget, settle)
+        running: Running[P, T] = Running(work, self.keep_s, forget, settle, unclaimed)
         self._running[key] = running
         return running
 
@@ -133,6 +148,8 @@ class Detached:
         for each in running:
             each.end()
         await asyncio.gather(*(each.task for each in running), return_exceptions=True)
+        closing = [each.closing for each in running if each.closing is not None]
+        await asyncio.gather(*closing, return_exceptions=True)
 
     def __len__(self) -> int:
         return len(self._running)

@@ -256,7 +256,8 @@ class PluginHandlers:
         ``answered`` then gives the statement's result, the gateway answers with it itself,
         as Spark answers a SQL command, and nothing is forwarded. With a ``key``, the work
         outlives the client's stream for a while, and a ReattachExecute resumes it
-        (``detached``)."""
+        (``detached``); ``audit`` hears of work that ended with no stream to see it, when
+        it is forgotten."""
 
         def settle(handling: Interception, outcomes: list[Outcome]) -> None:
             handling.finish = audit.finished(_after_all(outcomes))
@@ -265,8 +266,13 @@ class PluginHandlers:
             if result is not None:
                 handling.answered = self._command_answer(request, result)
 
+        async def unclaimed(outcomes: list[Outcome]) -> None:
+            finish = audit.finished(_after_all(outcomes))
+            if finish is not None:
+                await finish()
+
         async def prepare(handling: Interception) -> AsyncIterator[Message]:
-            running = self.detached.start(key, work, settle)
+            running = self.detached.start(key, work, settle, unclaimed)
             async for extra in self._follow(request, running, handling):
                 yield extra
             handling.request = request

@@ -2,7 +2,8 @@
 
 One JSON line per statement the gateway handles (its kind, table, outcome,
 error class) and per refusal, with the token's user: never the token, never
-SQL text or the values in it.
+SQL text or the values in it. A statement that ends after its client's
+stream did, with no stream reattached to take its answer, has its line too.
 """
 
 from __future__ import annotations
@@ -11,21 +12,67 @@ import json
 import os
 import secrets
 import stat
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+from pyspark.sql.connect import proto as spark_proto
+from pyspark.sql.connect.proto import base_pb2_grpc
 
-from tests.integration.support import Upstream, serving
+from connect_plugin.server.gateway import Gateway
+from tests.integration.support import Upstream, serving, temp_table_names
 
 TOKEN = "alice-" + secrets.token_urlsafe(24)
 SECRET_VALUE = "hunter2-" + secrets.token_urlsafe(12)
 
 
+UNCLAIMED_WAIT_S = 30.0
+
+
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _create_past_the_deadline(gateway: Gateway, spark: SparkSession, table: str) -> None:
+    """A reattachable CTTAS whose stream ends at its deadline, before the CTTAS does, and
+    that no client reattaches to: released once the table is there."""
+    request = spark_proto.ExecutePlanRequest(
+        session_id=spark.session_id,
+        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
+        operation_id=str(uuid.uuid4()),
+    )
+    request.plan.command.sql_command.input.sql.query = (
+        f"CREATE TEMPORARY TABLE {table} AS "
+        "SELECT 1 AS a, reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)) AS slept"
+    )
+    request.request_options.add().reattach_options.reattachable = True
+    assert gateway.detached is not None
+    with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
+        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as ended:
+            for _ in stub.ExecutePlan(
+                request, timeout=0.5, metadata=[("authorization", f"Bearer {TOKEN}")]
+            ):
+                pass
+        assert ended.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+        assert len(gateway.detached) == 1, "the CTTAS ended within the stream's deadline"
+        deadline = time.monotonic() + UNCLAIMED_WAIT_S
+        while table not in temp_table_names(spark):
+            assert time.monotonic() < deadline, f"the CTTAS of [{table}] did not end"
+            time.sleep(0.1)
+        release = spark_proto.ReleaseExecuteRequest(
+            session_id=request.session_id,
+            user_context=request.user_context,
+            operation_id=request.operation_id,
+        )
+        release.release_all.SetInParent()
+        stub.ReleaseExecute(release, metadata=[("authorization", f"Bearer {TOKEN}")])
+    assert len(gateway.detached) == 0
 
 
 def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path: Path) -> None:
@@ -34,7 +81,10 @@ def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path:
     os.chmod(tokens, 0o600)
     audit = tmp_path / "audit.jsonl"
     with serving(
-        upstream, tmp_path / "ws", auth_tokens_file=tokens, audit_log=str(audit)
+        upstream,
+        tmp_path / "ws",
+        auth_tokens_file=tokens,
+        audit_log=str(audit),
     ) as gateway:
         port = gateway.address.rsplit(":", 1)[1]
         spark = SparkSession.builder.remote(f"sc://localhost:{port}/;token={TOKEN}").create()
@@ -46,6 +96,8 @@ def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path:
             with pytest.raises(PySparkException, match="SETTING_PROTECTED"):
                 spark.conf.set("spark.sql.sources.commitProtocolClass", SECRET_VALUE)
             spark.sql("DROP TABLE kept").collect()
+            _create_past_the_deadline(gateway, spark, "unclaimed")
+            assert spark.table("unclaimed").count() == 1
         finally:
             spark.stop()
         bad = SparkSession.builder.remote(f"sc://localhost:{port}/;token=not-{TOKEN}").create()
@@ -70,6 +122,7 @@ def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path:
     assert ("ExecutePlan", "CreateTempTable", "broken", "failed") in summary
     assert ("Config", "refusal", None, "refused") in summary
     assert ("ExecutePlan", "DropTempTable", "kept", "ok") in summary
+    assert ("ExecutePlan", "CreateTempTable", "unclaimed", "ok") in summary
     (failed,) = [line for line in mine if line["table"] == "broken"]
     assert failed["error_class"]
     (refused,) = [line for line in mine if line["kind"] == "refusal"]

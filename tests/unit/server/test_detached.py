@@ -125,3 +125,62 @@ def test_a_stopping_gateway_ends_the_statements_no_stream_follows() -> None:
         assert len(detached) == 0
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("ended_by", ["expiry", "stop"])
+def test_a_result_no_stream_took_is_given_to_unclaimed_when_forgotten(ended_by: str) -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=0.05 if ended_by == "expiry" else 5.0)
+        gate = asyncio.Event()
+        heard: list[str] = []
+
+        async def unclaimed(result: str) -> None:
+            await asyncio.sleep(0.01)
+            heard.append(result)
+
+        running = detached.start(KEY, lambda report: _steps(report, gate), unclaimed=unclaimed)
+        await _follow_until(running, [], "started")
+        gate.set()
+        await running.task
+        assert heard == []
+        assert detached.find(KEY) is running
+        if ended_by == "expiry":
+            await asyncio.sleep(0.2)
+        else:
+            await detached.stop()
+        assert heard == ["done"]
+        assert detached.find(KEY) is None
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("outcome", ["taken", "failed", "cancelled"])
+def test_unclaimed_hears_nothing_of_a_result_taken_failed_or_cancelled(outcome: str) -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=0.05)
+        gate = asyncio.Event()
+        heard: list[object] = []
+
+        async def work(report: Callable[[str], None]) -> str:
+            done = await _steps(report, gate)
+            if outcome == "failed":
+                raise ValueError("the write failed")
+            return done
+
+        async def unclaimed(result: str) -> None:
+            heard.append(result)
+
+        running = detached.start(KEY, work, unclaimed=unclaimed)
+        await _follow_until(running, [], "started")
+        if outcome == "cancelled":
+            running.end()
+        else:
+            gate.set()
+            if outcome == "taken":
+                assert [p async for p in running.follow()] == ["writing"]
+                assert await running.result() == "done"
+        await asyncio.sleep(0.2)
+        assert heard == []
+        assert running.task.done()
+
+    asyncio.run(scenario())
