@@ -64,15 +64,46 @@ def _scan_once(address: str, data: Path) -> str:
     return server_side
 
 
-def test_thirty_scanning_sessions_give_their_processes_and_memory_back(
+def _resident(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"process {pid} has no resident size")
+
+
+def test_ended_sessions_give_their_processes_and_memory_back_and_a_live_ones_idle_daemon_stops(
     upstream: Upstream, data: Path, tmp_path: Path
 ) -> None:
-    """The machine's used memory, less what Spark's JVM took for its heap (which it sizes
-    by its collector, not by sessions, and keeps), is back within 10 %."""
+    """Thirty scanning sessions end: the machine's used memory, less what Spark's JVM took
+    for its heap (which it sizes by its collector, not by sessions, and keeps), is back
+    within 10 %. Meanwhile the sweep ``serve --local`` runs beside its embedded server
+    (here beside the test session's) waits out Spark's minute before it stops a live
+    session's idle workers: then that session's idle daemon stops, and its next scan gets
+    new ones."""
     if not upstream.embedded:
         pytest.skip("the Spark Connect server runs elsewhere: its Python workers are not here")
     jvm = embedded_jvm(upstream)
-    with serving(upstream, tmp_path / "ws") as gateway:
+    stop = threading.Event()
+    sweeps = threading.Thread(target=IdleDaemons(2.0, under=jvm).run, args=(lambda: True, stop))
+    with serving(upstream, tmp_path / "live") as gateway:
+        live = new_session(gateway.address)
+        sweeps.start()
+        try:
+            scan = connect_plugin.scan(live, str(data), format="json")
+            assert scan.count() == 4000
+            mine = live.client._server_session_id
+            assert any(d.session == mine for d in daemons(under=jvm))
+            _thirty_sessions_give_back(upstream, data, tmp_path / "ended", jvm)
+            assert _until(lambda: not any(d.session == mine for d in daemons()), 90.0)
+            assert scan.where("part = 2").count() == 1000
+        finally:
+            stop.set()
+            sweeps.join()
+            live.stop()
+
+
+def _thirty_sessions_give_back(upstream: Upstream, data: Path, workspace: Path, jvm: int) -> None:
+    with serving(upstream, workspace) as gateway:
         for _ in range(WARM_UP_SESSIONS):
             _scan_once(gateway.address, data)
         before = {d.pid for d in daemons()}
@@ -83,39 +114,6 @@ def test_thirty_scanning_sessions_give_their_processes_and_memory_back(
     grown = _resident(jvm) - heap
     used = _used_memory() - grown
     assert used <= memory * 1.10, f"used memory {used:,} B (JVM +{grown:,} B) after {memory:,} B"
-
-
-def _resident(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"process {pid} has no resident size")
-
-
-def test_an_idle_daemon_stops_and_its_live_session_scans_on(
-    upstream: Upstream, data: Path, tmp_path: Path
-) -> None:
-    """The sweep ``serve --local`` runs beside its embedded server, here beside the test
-    session's: a live session's idle daemons stop, and its next scan gets new ones."""
-    if not upstream.embedded:
-        pytest.skip("the Spark Connect server runs elsewhere: its Python workers are not here")
-    jvm = embedded_jvm(upstream)
-    stop = threading.Event()
-    sweeps = threading.Thread(target=IdleDaemons(2.0, under=jvm).run, args=(lambda: True, stop))
-    with serving(upstream, tmp_path / "ws") as gateway:
-        spark = new_session(gateway.address)
-        sweeps.start()
-        try:
-            scan = connect_plugin.scan(spark, str(data), format="json")
-            assert scan.count() == 4000
-            mine = spark.client._server_session_id
-            assert any(d.session == mine for d in daemons(under=jvm))
-            assert _until(lambda: not any(d.session == mine for d in daemons()), 90.0)
-            assert scan.where("part = 2").count() == 1000
-        finally:
-            stop.set()
-            sweeps.join()
-            spark.stop()
 
 
 def _one_row_source() -> type[DataSource]:
