@@ -9,6 +9,11 @@ following it ended, and a ``ReattachExecute`` of the operation follows its
 progress and gets its answer. Not followed again by then, the work is
 cancelled, which stops its write and undoes it, as for a client that went
 away. Any other work ends with the stream that follows it.
+
+A statement Spark runs, with a follow-up of the gateway's once it succeeded
+(an INSERT's files made private and its table's rows counted again), is
+Spark's to keep: when the client's stream ends before it, the follow-up
+waits (``FollowUps``) for the stream that reattaches to it and sees it end.
 """
 
 from __future__ import annotations
@@ -160,3 +165,33 @@ def _taken(task: asyncio.Future[Any]) -> None:
     followed to the end is not logged again as never retrieved."""
     if not task.cancelled():
         task.exception()
+
+
+class FollowUps:
+    """Follow-ups of Spark's operations whose client stream ended before the operation did,
+    by ``Key``, for ``keep_s``: the stream that reattaches to the operation takes its
+    follow-up (``take``), and runs it once the operation succeeded."""
+
+    def __init__(self, keep_s: float) -> None:
+        self.keep_s = keep_s
+        self._held: dict[Key, tuple[Callable[[], Awaitable[None]], asyncio.TimerHandle]] = {}
+
+    def hold(self, key: Key, follow_up: Callable[[], Awaitable[None]]) -> None:
+        if self.keep_s <= 0:
+            return
+        self.drop(key)
+        expiry = asyncio.get_running_loop().call_later(self.keep_s, self._held.pop, key, None)
+        self._held[key] = (follow_up, expiry)
+
+    def take(self, key: Key) -> Callable[[], Awaitable[None]] | None:
+        held = self._held.pop(key, None)
+        if held is None:
+            return None
+        held[1].cancel()
+        return held[0]
+
+    def drop(self, key: Key) -> None:
+        self.take(key)
+
+    def __len__(self) -> int:
+        return len(self._held)

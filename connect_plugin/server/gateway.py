@@ -25,7 +25,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.detached import Detached
+from connect_plugin.server.detached import Detached, FollowUps
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.scans.rejects import RejectsTables
@@ -102,6 +102,7 @@ class Gateway:
         self.recovery: Recovery | None = None
         self.watch: SessionWatch | None = None
         self.detached: Detached | None = None
+        self.follow_ups: FollowUps | None = None
         """The statements it runs itself that a client may reattach to."""
         self._workspace_lock: WorkspaceLock | None = None
         self.authenticator: TokenAuthenticator | None = None
@@ -201,6 +202,7 @@ class Gateway:
             None if metrics is None else ScanRows(metrics.scanned, metrics.bad_record),
         )
         self.detached = handlers.detached
+        self.follow_ups = handlers.follow_ups
         self.watch = SessionWatch(config, registry, upstream, release)
         if metrics is not None:
             metrics.watch_actions(self.watch.figures, self.recovery)

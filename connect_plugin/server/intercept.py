@@ -29,6 +29,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import grpc
@@ -43,7 +44,7 @@ from connect_plugin.errors import (
     ConnectPluginError,
     NotSupportedYet,
 )
-from connect_plugin.server.detached import Detached, Key, Running
+from connect_plugin.server.detached import Detached, FollowUps, Key, Running
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
@@ -107,6 +108,7 @@ class PluginHandlers:
         self._dispatch = Dispatcher(config, handlers, self._has_tables)
         self._guard = ConfigGuard(config.workspace)
         self.detached = Detached(config.detached_timeout_s)
+        self.follow_ups = FollowUps(config.detached_timeout_s)
 
     def _has_tables(self, user_id: str, session_id: str) -> bool:
         session = self._sessions.find(user_id, session_id)
@@ -260,11 +262,14 @@ class PluginHandlers:
         it is forgotten."""
 
         def settle(handling: Interception, outcomes: list[Outcome]) -> None:
-            handling.finish = audit.finished(_after_all(outcomes))
+            finish = audit.finished(_after_all(outcomes))
+            handling.finish = finish
             handling.failed = audit.failed if stopped is None else _both(audit.failed, stopped)
             result = answered()
             if result is not None:
                 handling.answered = self._command_answer(request, result)
+            elif finish is not None and _reattachable(request):
+                handling.unfinished = lambda: self.follow_ups.hold(_key(request), finish)
 
         async def unclaimed(outcomes: list[Outcome]) -> None:
             finish = audit.finished(_after_all(outcomes))
@@ -398,6 +403,8 @@ class PluginHandlers:
         running = self.detached.find(_key(request))
         if running is not None and request.HasField("release_all"):
             running.end()
+        if request.HasField("release_all"):
+            self.follow_ups.drop(_key(request))
         if not request.release_until.response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
             return None
         session = self._sessions.find(request.user_context.user_id, request.session_id)
@@ -431,10 +438,14 @@ class PluginHandlers:
 
             return Interception(prepare=resume)
         watch = None if self._scan_rows is None else self._scan_rows.reattached(request)
+        follow_up = self.follow_ups.take(_key(request))
+        again = None if follow_up is None else partial(self.follow_ups.hold, _key(request), follow_up)
         if not request.last_response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
-            return None if watch is None else Interception(responses=watch)
+            if watch is None and follow_up is None:
+                return None
+            return Interception(responses=watch, finish=follow_up, unfinished=again)
         request.ClearField("last_response_id")
-        return Interception(request=request, responses=watch)
+        return Interception(request=request, responses=watch, finish=follow_up, unfinished=again)
 
 
 ANSWERED = (CreateTempTable, DropTempTable, ListTempTables, ChangeRows)

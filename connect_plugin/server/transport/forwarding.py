@@ -119,6 +119,11 @@ class Interception:
     respond: Callable[[bytes], bytes] | None = None
     failed: Callable[[grpc.aio.AioRpcError], None] | None = None
     responses: Callable[[bytes], None] | None = None
+    unfinished: Callable[[], None] | None = None
+    """(executions that may be reattached to) told instead of running ``finish`` when the
+    stream ends before the execution did (the client's stream ended, or Spark's ended
+    without ``ResultComplete``): the execution goes on upstream, and the stream that
+    reattaches to it and sees it end is to run ``finish``."""
     answered: Sequence[Message] = ()
     """(streaming methods, set by ``prepare``) the responses that answer the call without
     asking upstream; ``finish`` runs before the last of them."""
@@ -502,6 +507,7 @@ class Forwarder:
                     yield final.SerializeToString()
                     return
             call = self._call(upstream, request, handling, context)
+            ended = False
             try:
                 await self._send_initial_metadata(call, context)
                 read = call.read
@@ -525,18 +531,33 @@ class Forwarder:
                         yield response
                     response = await read()
                 await self._finish(call, context)
-                await self._finish_interception(handling, name, message, context)
+                ended = True
+                if handling is not None and handling.unfinished is not None and not _completes(last):
+                    handling.unfinished()
+                else:
+                    await self._finish_interception(handling, name, message, context)
                 if last is not None:
                     yield last
             except grpc.aio.AioRpcError as error:
+                ended = True
                 self._failed(key, error)
                 _tell_failed(handling, error)
                 await relay(error, context, message)
             finally:
                 if not call.done():
                     call.cancel()
+                if not ended and handling is not None and handling.unfinished is not None:
+                    handling.unfinished()
 
         return forward
+
+
+def _completes(last: bytes | None) -> bool:
+    """Whether an execution's stream ended with its ``ResultComplete``: Spark also ends the
+    stream of a reattachable execution that goes on, for the client to reattach to it."""
+    if last is None:
+        return False
+    return base_pb2.ExecutePlanResponse.FromString(last).HasField("result_complete")
 
 
 def _tell_failed(handling: Interception | None, error: grpc.aio.AioRpcError) -> None:

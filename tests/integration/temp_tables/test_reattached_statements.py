@@ -4,10 +4,14 @@ pyspark gives each ExecutePlan stream a deadline (10 minutes in 4.3) and
 reattaches when it passes, as Spark lets it for its own operations; a CTTAS
 or a row change that lasts longer goes on, and the reattached stream gets
 its answer. Here the deadline is 1 s and the statements take several.
+An INSERT that Spark runs is Spark's to keep, and the gateway's follow-up
+(the new files made private, the rows counted again) waits for the stream
+that reattaches to it and sees it end.
 """
 
 from __future__ import annotations
 
+import stat
 import time
 import uuid
 
@@ -89,3 +93,30 @@ def test_a_release_of_a_statement_no_stream_follows_stops_it_at_once(
         time.sleep(0.1)
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
         spark.table("released").schema  # noqa: B018
+
+
+def test_an_insert_longer_than_the_clients_deadline_is_followed_up_on_its_reattached_stream(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE long_insert (id BIGINT, h STRING)").collect()
+    spark.client._rpc_deadlines = RpcDeadlines(  # type: ignore[attr-defined]
+        reattachable_execute_plan=DEADLINE_S, reattach_execute=DEADLINE_S
+    )
+    before = gateway.calls("ReattachExecute")
+    began = time.monotonic()
+    spark.sql(
+        "INSERT INTO long_insert SELECT id, sha2(CAST(id AS STRING), 256) FROM "
+        f"range({ROWS})"
+    ).collect()
+    assert time.monotonic() - began > DEADLINE_S, "the INSERT ended within the deadline"
+    assert gateway.calls("ReattachExecute") - before >= 1
+    shown = {r["name"]: r for r in spark.sql("SHOW TEMPORARY TABLES").collect()}
+    assert shown["long_insert"]["rows"] == ROWS
+    assert gateway.sessions is not None
+    session = gateway.sessions.find(spark.client._user_id or "", spark.client._session_id)  # type: ignore[attr-defined]
+    assert session is not None
+    files = [p for p in session.tables["long_insert"].location.rglob("*") if p.is_file()]
+    assert files
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {oct(0o600)}
+    assert gateway.follow_ups is not None
+    assert len(gateway.follow_ups) == 0

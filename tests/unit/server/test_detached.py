@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from connect_plugin.server.detached import Detached, Running
+from connect_plugin.server.detached import Detached, FollowUps, Running
 
 KEY = ("user", "session", "operation")
 
@@ -182,5 +182,39 @@ def test_unclaimed_hears_nothing_of_a_result_taken_failed_or_cancelled(outcome: 
         await asyncio.sleep(0.2)
         assert heard == []
         assert running.task.done()
+
+    asyncio.run(scenario())
+
+
+async def _follow_up() -> None:
+    return None
+
+
+@pytest.mark.parametrize("keep_s", [0.05, 0.0], ids=["kept", "kept for 0 s"])
+def test_a_held_follow_up_is_taken_once_or_dropped_after_keep_s(keep_s: float) -> None:
+    async def scenario() -> None:
+        follow_ups = FollowUps(keep_s)
+        follow_ups.hold(KEY, _follow_up)
+        if not keep_s:
+            assert follow_ups.take(KEY) is None
+            return
+        assert follow_ups.take(KEY) is _follow_up
+        assert follow_ups.take(KEY) is None
+        follow_ups.hold(KEY, _follow_up)
+        await asyncio.sleep(0.2)
+        assert follow_ups.take(KEY) is None
+        assert len(follow_ups) == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_release_drops_a_held_follow_up() -> None:
+    async def scenario() -> None:
+        follow_ups = FollowUps(5.0)
+        follow_ups.hold(KEY, _follow_up)
+        follow_ups.hold(("user", "session", "other"), _follow_up)
+        follow_ups.drop(KEY)
+        assert follow_ups.take(KEY) is None
+        assert len(follow_ups) == 1
 
     asyncio.run(scenario())

@@ -26,9 +26,15 @@ from connect_plugin.server.transport.forwarding import SERVICE_NAME, Forwarder, 
 FOLLOW_UP_S = 0.5
 
 
+UNFINISHED = 0.0
+"""What the follow-up list gets when the forwarder was told the execution goes on instead."""
+
+
 def _execute(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
     for index in range(3):
         yield base_pb2.ExecutePlanResponse(response_id=f"r{index}").SerializeToString()
+    if base_pb2.ExecutePlanRequest.FromString(request).session_id == "goes on":
+        return
     complete = base_pb2.ExecutePlanResponse(response_id="done")
     complete.result_complete.SetInParent()
     yield complete.SerializeToString()
@@ -60,7 +66,7 @@ def gateway(peer_port: int) -> Iterator[tuple[int, list[float]]]:
             await asyncio.sleep(FOLLOW_UP_S)
             ended.append(time.monotonic())
 
-        return Interception(finish=follow_up)
+        return Interception(finish=follow_up, unfinished=lambda: ended.append(UNFINISHED))
 
     async def serve() -> None:
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{peer_port}")
@@ -99,3 +105,18 @@ def test_the_last_response_waits_for_the_follow_up(gateway: tuple[int, list[floa
     assert len(ended) == 1
     assert received[-1][1] >= ended[0]
     assert received[0][1] < ended[0]
+
+
+def test_a_stream_that_ends_before_its_execution_leaves_the_follow_up_to_a_reattach(
+    gateway: tuple[int, list[float]],
+) -> None:
+    """Spark ends the stream of a reattachable execution that goes on without its
+    ``ResultComplete``: the follow-up is not run, the interception is told instead."""
+    port, ended = gateway
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+        received = [
+            r.response_id for r in stub.ExecutePlan(base_pb2.ExecutePlanRequest(session_id="goes on"))
+        ]
+    assert received == ["r0", "r1", "r2"]
+    assert ended == [UNFINISHED]
