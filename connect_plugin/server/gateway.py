@@ -102,8 +102,9 @@ class Gateway:
         self.recovery: Recovery | None = None
         self.watch: SessionWatch | None = None
         self.detached: Detached | None = None
-        self.follow_ups: FollowUps | None = None
         """The statements it runs itself that a client may reattach to."""
+        self.follow_ups: FollowUps | None = None
+        """Follow-ups of Spark's executions that wait for the stream reattaching to them."""
         self._workspace_lock: WorkspaceLock | None = None
         self.authenticator: TokenAuthenticator | None = None
         self.upstream_token: UpstreamToken | None = None
