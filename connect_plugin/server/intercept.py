@@ -15,8 +15,9 @@ prefix the gateway recognises: the client acknowledges each response with
 ReleaseExecute (and may name one in ReattachExecute), and the gateway
 answers or strips those itself, since the upstream never sent them.
 
-A SQL statement whose result rows the gateway knows (``Outcome.answer``)
-is answered by the gateway alone, as Spark answers a command: the rows in a
+A SQL statement or DataFrame write whose result rows the gateway knows
+(``Outcome.answer``: it ran the statement or write itself) is answered by
+the gateway alone, as Spark answers a command: the rows in a
 ``LocalRelation``, then ``ResultComplete``, with the same prefixed response
 ids; the DataFrame's read-back of those rows is answered the same way.
 Spark never hears of such an operation, and releases it as any unknown one.
@@ -64,6 +65,7 @@ from connect_plugin.server.transport.requests import (
     ChangeRows,
     CreateTempTable,
     DropTempTable,
+    InsertInto,
     ListTempTables,
 )
 from connect_plugin.server.transport.status import scan_error_details
@@ -184,6 +186,7 @@ class PluginHandlers:
             raise
         session = _context(request, context)
         answers: list[spark_proto.Relation] = []
+        answerable = not works and (command is not None or (site is not None and site.command))
 
         async def handle(sink: ProgressSink) -> list[Outcome]:
             call = Call(session, sink)
@@ -199,8 +202,8 @@ class PluginHandlers:
                         elif outcome.result is not None:
                             assert site is not None, "only statements give results for the plan"
                             site.put_result(outcome.result)
-                            if site.command and outcome.answer is not None and not works:
-                                answers.append(outcome.answer)
+                        if outcome.answer is not None and answerable:
+                            answers.append(outcome.answer)
                         outcomes.append(outcome)
                 return outcomes + await self._dispatch.run(works, call, analyze=False)
             except ConnectPluginError as exc:
@@ -213,10 +216,8 @@ class PluginHandlers:
         policy = scan_policy(r for w in works for r in w.requests())
         if self._scan_rows is None or policy is None:
             detachable = (
-                isinstance(statement, ANSWERED)
-                and site is not None
-                and site.command
-                and not works
+                isinstance(statement or command, ANSWERED)
+                and answerable
                 and _reattachable(request)
             )
             key = _key(request) if detachable else None
@@ -448,8 +449,9 @@ class PluginHandlers:
         return Interception(request=request, responses=watch, finish=follow_up, unfinished=again)
 
 
-ANSWERED = (CreateTempTable, DropTempTable, ListTempTables, ChangeRows)
-"""The statements the gateway answers itself: a client may reattach to them."""
+ANSWERED = (CreateTempTable, DropTempTable, ListTempTables, ChangeRows, InsertInto)
+"""The statements the gateway may answer itself (an INSERT: those it runs): a client may
+reattach to them."""
 
 
 def _key(

@@ -95,6 +95,12 @@ def refreshed(name: str) -> spark_proto.Relation:
     return relation
 
 
+def inserted() -> spark_proto.Relation:
+    """Spark's answer to an INSERT, as the gateway gives it for one it ran: no columns, no
+    rows."""
+    return local_relation((), ())
+
+
 def created(table: str, rows_written: int) -> spark_proto.Relation:
     return result_relation(CREATED_COLUMNS, [(table, rows_written)])
 

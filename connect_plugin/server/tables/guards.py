@@ -171,11 +171,11 @@ class InsertIntoHandler(Handler[InsertInto]):
         if request.refusal:
             raise TempTableError(request.refusal)
         if request.ignore:
-            return Outcome(results.refreshed(table.name))
+            return _ran(table.name)
         query = request.write.input if request.write is not None else request.query
         if request.overwrite and query is not None:
             await self._overwrite(call, request, query)
-            return Outcome(results.refreshed(table.name))
+            return _ran(table.name)
 
         async def secure() -> None:
             await self._tables.written(call.context, request.name)
@@ -191,7 +191,7 @@ class InsertIntoHandler(Handler[InsertInto]):
                 stop_timeout_s=self._stop_timeout_s,
             )
             await secure()
-            return Outcome(results.refreshed(table.name))
+            return _ran(table.name)
 
         found = table_rules(table)
         if not found:
@@ -224,7 +224,7 @@ class InsertIntoHandler(Handler[InsertInto]):
             stop_timeout_s=self._stop_timeout_s,
         )
         await secure()
-        return Outcome(results.refreshed(table.name))
+        return _ran(table.name)
 
     async def _overwrite(
         self, call: Call, request: InsertInto, query: spark_proto.Relation
@@ -256,6 +256,12 @@ class InsertIntoHandler(Handler[InsertInto]):
             return Rewrite(both)
 
         await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
+
+
+def _ran(name: str) -> Outcome:
+    """An INSERT the gateway ran itself: answered as Spark answers one, and in a plan that
+    Spark runs too, a ``REFRESH TABLE`` of the table in its place."""
+    return Outcome(results.refreshed(name), answer=results.inserted())
 
 
 _QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")

@@ -38,6 +38,7 @@ from connect_plugin.errors import ConnectPluginError, TempTableError, UpstreamFa
 from connect_plugin.server.sessions.release import to_the_end
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.writes import ProgressSink, stop_write
+from connect_plugin.server.statements.results import refreshed
 from connect_plugin.server.tables.value_checks import Rule, checked, rules
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.spark_sql import quote_identifier
@@ -194,7 +195,7 @@ async def run_insert(
     """Insert ``query`` into the table's view, checked, as one Spark write the gateway runs.
 
     Spark's errors reach the client as Spark sent them: the statement is the
-    client's own.
+    client's own. The view's file listing is then brought up to date (``REFRESH TABLE``).
     """
     source = await checked_input(upstream, table, query, columns)
     modes = spark_proto.WriteOperation.SaveMode
@@ -222,6 +223,9 @@ async def run_insert(
         except ConnectPluginError as exc:
             log.warning("INSERT into temporary table [%s]: cannot stop its write: %s", table.name, exc)
         raise
+    refresh = spark_proto.Command()
+    refresh.sql_command.input.CopyFrom(refreshed(table.name))
+    await upstream.command(refresh)
 
 
 def sql_type(data_type: DataType) -> str:

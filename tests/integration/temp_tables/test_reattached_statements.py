@@ -120,3 +120,30 @@ def test_an_insert_longer_than_the_clients_deadline_is_followed_up_on_its_reatta
     assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {oct(0o600)}
     assert gateway.follow_ups is not None
     assert len(gateway.follow_ups) == 0
+
+
+def test_inserts_the_gateway_runs_outlive_the_clients_deadline(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    spark.sql("CREATE TEMPORARY TABLE run_inserts (id BIGINT, h STRING) USING csv").collect()
+    spark.client._rpc_deadlines = RpcDeadlines(  # type: ignore[attr-defined]
+        reattachable_execute_plan=DEADLINE_S, reattach_execute=DEADLINE_S
+    )
+    rows = f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
+    writes = {
+        "a checked INSERT": lambda: spark.sql(f"INSERT INTO run_inserts {rows}").collect(),
+        "writeTo().append()": lambda: spark.sql(rows).writeTo("run_inserts").append(),
+        "INSERT OVERWRITE": lambda: spark.sql(f"INSERT OVERWRITE run_inserts {rows}").collect(),
+    }
+    expected = {"a checked INSERT": ROWS, "writeTo().append()": 2 * ROWS, "INSERT OVERWRITE": ROWS}
+    for what, write in writes.items():
+        before = gateway.calls("ReattachExecute")
+        began = time.monotonic()
+        write()
+        assert time.monotonic() - began > DEADLINE_S, f"{what} ended within the deadline"
+        assert gateway.calls("ReattachExecute") - before >= 1, what
+        shown = {r["name"]: r for r in spark.sql("SHOW TEMPORARY TABLES").collect()}
+        assert shown["run_inserts"]["rows"] == expected[what], what
+        assert spark.table("run_inserts").count() == expected[what], what
+    assert gateway.detached is not None
+    assert len(gateway.detached) == 0
