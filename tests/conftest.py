@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import base64
 import os
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from connect_plugin.config import ENV_PREFIX
+from tests.integration.cluster.cluster import TIMINGS
+from tests.integration.installs.venvs import INSTALL_REPORT
+from tests.integration.temp_tables.dml_sequences import DML_RUNS
+from tests.integration.temp_tables.roundtrip_check import STATS as ROUND_TRIP_STATS
+from tests.integration.temp_tables.roundtrip_check import summary as round_trip_summary
 from tests.object_store import ObjectStore, running_object_store
+from tests.parallel import ByFileAndFolder
 from tests.scan_differential import budget
+from tests.unit.fuzz.harness import STATS as FUZZ_STATS
 from tests.unit.fuzz.harness import summary
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 CLASS_ARCHIVE_ENV = f"{ENV_PREFIX}CLASS_ARCHIVE"
+SUMMARY_STATS = "connect_plugin_summary_stats"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,16 +75,52 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    lines = summary(terminalreporter.config)
-    if lines:
-        terminalreporter.section("fuzzing")
-        for line in lines:
-            terminalreporter.write_line(line)
-    differential = budget.summary(terminalreporter.config)
-    if differential:
-        terminalreporter.section("scan differential")
-        for line in differential:
-            terminalreporter.write_line(line)
+    """What the budgeted and timed tests ran and found, in sections of their own."""
+    config = terminalreporter.config
+    sections = {
+        "fuzzing": summary(config),
+        "scan differential": budget.summary(config),
+        "round trips": round_trip_summary(config),
+        "dml differential": config.stash.get(DML_RUNS, []),
+        "fresh environments": INSTALL_REPORT,
+        "cluster timings": [f"{seconds:8.1f} s  {step}" for step, seconds in TIMINGS.items()],
+    }
+    for section, lines in sections.items():
+        if lines:
+            terminalreporter.section(section)
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist") != "loadfile":
+        return None
+    return ByFileAndFolder(config, log)
+
+
+_CARRIED = (FUZZ_STATS, budget.STATS, ROUND_TRIP_STATS, DML_RUNS)
+"""What a worker of a parallel run (pytest-xdist) hands to the controller for the summary,
+with ``INSTALL_REPORT`` and ``TIMINGS``."""
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        carried = ([session.config.stash.get(key, []) for key in _CARRIED], INSTALL_REPORT, TIMINGS)
+        output[SUMMARY_STATS] = base64.b64encode(pickle.dumps(carried)).decode()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    carried = node.workeroutput.get(SUMMARY_STATS)
+    if carried is None:
+        return
+    stats, installs, timings = pickle.loads(base64.b64decode(carried))
+    for key, values in zip(_CARRIED, stats, strict=True):
+        node.config.stash.setdefault(key, []).extend(values)
+    INSTALL_REPORT.extend(installs)
+    TIMINGS.update(timings)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.cluster.cluster import TIMINGS, Client, Cluster
+from tests.integration.cluster.cluster import Client, Cluster
 from tests.integration.cluster.netns import Network, unavailable_reason
 
 
@@ -42,9 +42,3 @@ def client(cluster: Cluster) -> Iterator[Client]:
     with cluster.client() as running:
         yield running
 
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if TIMINGS:
-        terminalreporter.section("cluster timings")
-        for step, seconds in TIMINGS.items():
-            terminalreporter.write_line(f"{seconds:8.1f} s  {step}")

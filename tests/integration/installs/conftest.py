@@ -17,16 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.installs.venvs import INSTALL_REPORT, Dists, Venv, VenvCache, clean_env
+from tests.integration.installs.venvs import Dists, Venv, VenvCache, clean_env
 
 CHECKOUT = Path(__file__).resolve().parents[3]
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if INSTALL_REPORT:
-        terminalreporter.section("fresh environments")
-        for line in INSTALL_REPORT:
-            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

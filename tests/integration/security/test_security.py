@@ -224,6 +224,7 @@ def test_sighup_rotation_takes_new_tokens_and_keeps_old_ones_on_a_bad_file(
         ("{url}", f"alice {ALICE_TOKEN}\nbob {ALICE_TOKEN}\n", "repeats the one on line 1"),
         ("{url};tokn=x", f"alice {ALICE_TOKEN}\n", "upstream parameter 'tokn' is unknown"),
     ],
+    ids=["a short token", "a repeated token", "an unknown upstream parameter"],
 )
 def test_start_is_refused_for_bad_tokens_or_urls_without_quoting_a_token(
     protected_upstream: Protected,

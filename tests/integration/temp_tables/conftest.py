@@ -1,4 +1,4 @@
-"""The round-trip property's fixture and its line in the session's summary."""
+"""The round-trip property's fixture (its line in the session's summary: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from connect_plugin.server.gateway import Gateway
-from tests.integration.temp_tables.roundtrip_check import STATS, RoundTrip, Tally, summary
+from tests.integration.temp_tables.roundtrip_check import STATS, RoundTrip, Tally
 
 
 @pytest.fixture
@@ -20,10 +20,3 @@ def round_trip(
     request.config.stash.setdefault(STATS, []).append(tally)
     return RoundTrip(spark, gateway, workspace, tally)
 
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    lines = summary(terminalreporter.config)
-    if lines:
-        terminalreporter.section("round trips")
-        for line in lines:
-            terminalreporter.write_line(line)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import strategies as st
 
+DML_RUNS = pytest.StashKey[list[str]]()
+"""The random runs' lines in the session's "dml differential" summary."""
 COLUMNS = "id INT, k INT, v BIGINT, s STRING"
 NAMES = ("id", "k", "v", "s")
 """The columns in declared order (Spark moves a partition column last)."""

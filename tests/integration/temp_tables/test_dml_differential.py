@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 from tests.integration.support import table_folders
 from tests.integration.temp_tables.dml_sequences import (
     COLUMNS,
+    DML_RUNS,
     NAMES,
     Sequence,
     Statement,
@@ -174,8 +175,7 @@ def test_random_statement_sequences_end_like_duckdb(
     started = time.monotonic()
     while time.monotonic() - started < budget:
         one_run()
-    print(
-        f"dml differential: {differential.sequences} sequences, {differential.statements} "
-        f"statements ({differential.refused} refused as they must be) in "
-        f"{time.monotonic() - started:.0f} s"
+    request.config.stash.setdefault(DML_RUNS, []).append(
+        f"{differential.sequences} sequences, {differential.statements} statements "
+        f"({differential.refused} refused as they must be) in {time.monotonic() - started:.0f} s"
     )
