@@ -21,6 +21,7 @@ from pyspark.errors import AnalysisException, PythonException, SparkRuntimeExcep
 from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
+from pyspark.sql.types import LongType
 
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
@@ -249,7 +250,7 @@ def failing_udf_error(session: SparkSession) -> PythonException:
         raise ValueError("[CONNECT_PLUGIN.SCAN_BAD_RECORD] a user's text that looks like ours")
 
     with pytest.raises(PythonException) as caught:
-        session.range(1).select(udf(mimic, "long", useArrow=False)("id")).collect()
+        session.range(1).select(udf(mimic, LongType(), useArrow=False)("id")).collect()
     return caught.value
 
 

@@ -19,6 +19,7 @@ from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.dataframe import DataFrame
 from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
+from pyspark.sql.types import StringType
 
 from connect_plugin import proto
 from connect_plugin.client.plan import PluginRelation
@@ -105,7 +106,7 @@ def test_add_artifacts_py_file_used_by_udf(
 
         return importlib.import_module(module_name).shout(value)
 
-    shout = udf(shout_with_artifact, "string")
+    shout = udf(shout_with_artifact, StringType())
 
     rows = spark.createDataFrame([("hi",), ("yo",)], "s string").select(shout("s").alias("r"))
     assert [row.r for row in rows.collect()] == ["HI!", "YO!"]

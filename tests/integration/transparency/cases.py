@@ -26,6 +26,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession as ConnectSession
+from pyspark.sql.types import LongType
 
 from tests.integration.support import SENDER_MAX_STREAM_SIZE, new_session
 
@@ -192,7 +193,7 @@ def _artifact(spark: SparkSession) -> Any:
     previous = getattr(active, "session", None)
     active.session = spark
     try:
-        twice = F.udf(lambda x: __import__(module).twice(x), "long")
+        twice = F.udf(lambda x: __import__(module).twice(x), LongType())
         return [row[0] for row in spark.range(1, 4).select(twice("id")).collect()]
     finally:
         active.session = previous
