@@ -60,7 +60,8 @@ from connect_plugin.server.statements.config_guard import ConfigGuard
 from connect_plugin.server.statements.dispatch import Dispatcher, SqlSite, replace_command
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
 from connect_plugin.server.tables.qualifier_database import refuse_if_ambiguous
-from connect_plugin.server.transport.forwarding import Interception, forwardable_metadata
+from connect_plugin.server.transport.forwarding import forwardable_metadata
+from connect_plugin.server.transport.interception import Interception
 from connect_plugin.server.transport.requests import (
     ChangeRows,
     CreateTempTable,

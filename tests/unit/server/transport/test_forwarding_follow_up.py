@@ -21,7 +21,8 @@ import grpc
 import pytest
 from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
 
-from connect_plugin.server.transport.forwarding import SERVICE_NAME, Forwarder, Interception
+from connect_plugin.server.transport.forwarding import SERVICE_NAME, Forwarder
+from connect_plugin.server.transport.interception import Interception
 
 FOLLOW_UP_S = 0.5
 
