@@ -29,9 +29,13 @@ from pyspark.sql.types import LongType
 
 from connect_plugin.server.gateway import Gateway
 from connect_plugin.server.statements.results import local_relation
+from tests.integration.faults.gateway_process import wait_until
 from tests.integration.support import table_folders
 
 ROWS = "(1, 10, 'a'), (2, 20, 'b'), (3, NULL, 'c'), (4, 40, NULL), (5, 50, 'e')"
+OLD_FILES_GONE_TIMEOUT_S = 30.0
+"""A read's call ends at the gateway just after its client has the answer; the files it
+kept go then."""
 
 
 def _rows(spark: SparkSession, name: str = "t") -> list[tuple[object, ...]]:
@@ -315,7 +319,11 @@ def test_a_reader_of_the_session_during_a_delete_sees_the_table_before_or_after(
     assert set(counts) <= {2_000_000, 1_000_000}
     assert counts == sorted(counts, reverse=True)
     assert after == [1_000_000, 1_000_000]
-    assert len(table_folders(workspace, spark)) == 1
+    wait_until(
+        lambda: len(table_folders(workspace, spark)) == 1,
+        OLD_FILES_GONE_TIMEOUT_S,
+        "the old files to go once the reads that began before the DELETE ended at the gateway",
+    )
 
 
 def _written_folder(workspace: Path, spark: SparkSession, before: list[Path]) -> bool:
