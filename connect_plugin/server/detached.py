@@ -3,10 +3,10 @@
 Spark keeps a reattachable operation running when the client's stream of it
 ends (the client's deadline for one call, a dropped connection) and resumes
 it on ``ReattachExecute``. The gateway does the same for the statements it
-runs and answers itself (CTTAS, the row changes, the INSERTs it checks
-or rewrites, DROP, SHOW TEMPORARY TABLES): their work goes on for ``detached_timeout_s`` after the last stream
-following it ended, and a ``ReattachExecute`` of the operation follows its
-progress and gets its answer. Not followed again by then, the work is
+runs and answers itself (CTTAS, the row changes, the INSERTs it checks or
+rewrites, DROP, SHOW TEMPORARY TABLES): their work goes on for
+``detached_timeout_s`` after the last stream following it ended, and a
+``ReattachExecute`` of the operation follows its progress and gets its answer. Not followed again by then, the work is
 cancelled, which stops its write and undoes it, as for a client that went
 away. Any other work ends with the stream that follows it.
 

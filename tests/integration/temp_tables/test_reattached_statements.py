@@ -14,6 +14,7 @@ from __future__ import annotations
 import stat
 import time
 import uuid
+from collections.abc import Callable
 
 import grpc
 import pytest
@@ -29,20 +30,33 @@ DEADLINE_S = 1.0
 ROWS = 3_000_000
 """Rows whose CTTAS and UPDATE each take well over ``DEADLINE_S``."""
 RELEASE_TIMEOUT_S = 30.0
+LONG_ROWS = f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
+
+
+def _short_deadlines(spark: SparkSession) -> None:
+    """The client's deadline for one ExecutePlan or ReattachExecute call: ``DEADLINE_S``."""
+    spark.client._rpc_deadlines = RpcDeadlines(  # type: ignore[attr-defined]
+        reattachable_execute_plan=DEADLINE_S, reattach_execute=DEADLINE_S
+    )
+
+
+def _outlasting_the_deadline(gateway: Gateway, what: str, write: Callable[[], object]) -> None:
+    """Run ``write``, which must take longer than the deadline and end on a reattached
+    stream."""
+    before = gateway.calls("ReattachExecute")
+    began = time.monotonic()
+    write()
+    assert time.monotonic() - began > DEADLINE_S, f"{what} ended within the deadline"
+    assert gateway.calls("ReattachExecute") - before >= 1, what
 
 
 def test_a_write_longer_than_the_clients_deadline_ends_on_a_reattached_stream(
     spark: SparkSession, gateway: Gateway
 ) -> None:
-    spark.client._rpc_deadlines = RpcDeadlines(  # type: ignore[attr-defined]
-        reattachable_execute_plan=DEADLINE_S, reattach_execute=DEADLINE_S
-    )
+    _short_deadlines(spark)
     before = gateway.calls("ReattachExecute")
     began = time.monotonic()
-    created = spark.sql(
-        "CREATE TEMPORARY TABLE long_write AS "
-        f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
-    ).collect()
+    created = spark.sql(f"CREATE TEMPORARY TABLE long_write AS {LONG_ROWS}").collect()
     took = time.monotonic() - began
     assert [tuple(r) for r in created] == [("long_write", ROWS)]
     updated = spark.sql("UPDATE long_write SET h = upper(h) WHERE id % 3 = 0").collect()
@@ -67,8 +81,7 @@ def test_a_release_of_a_statement_no_stream_follows_stops_it_at_once(
         operation_id=operation_id,
     )
     request.plan.command.sql_command.input.sql.query = (
-        "CREATE TEMPORARY TABLE released AS "
-        f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
+        f"CREATE TEMPORARY TABLE released AS {LONG_ROWS}"
     )
     request.request_options.add().reattach_options.reattachable = True
     with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
@@ -99,17 +112,10 @@ def test_an_insert_longer_than_the_clients_deadline_is_followed_up_on_its_reatta
     spark: SparkSession, gateway: Gateway
 ) -> None:
     spark.sql("CREATE TEMPORARY TABLE long_insert (id BIGINT, h STRING)").collect()
-    spark.client._rpc_deadlines = RpcDeadlines(  # type: ignore[attr-defined]
-        reattachable_execute_plan=DEADLINE_S, reattach_execute=DEADLINE_S
+    _short_deadlines(spark)
+    _outlasting_the_deadline(
+        gateway, "the INSERT", lambda: spark.sql(f"INSERT INTO long_insert {LONG_ROWS}").collect()
     )
-    before = gateway.calls("ReattachExecute")
-    began = time.monotonic()
-    spark.sql(
-        "INSERT INTO long_insert SELECT id, sha2(CAST(id AS STRING), 256) FROM "
-        f"range({ROWS})"
-    ).collect()
-    assert time.monotonic() - began > DEADLINE_S, "the INSERT ended within the deadline"
-    assert gateway.calls("ReattachExecute") - before >= 1
     shown = {r["name"]: r for r in spark.sql("SHOW TEMPORARY TABLES").collect()}
     assert shown["long_insert"]["rows"] == ROWS
     assert gateway.sessions is not None
@@ -126,22 +132,17 @@ def test_inserts_the_gateway_runs_outlive_the_clients_deadline(
     spark: SparkSession, gateway: Gateway
 ) -> None:
     spark.sql("CREATE TEMPORARY TABLE run_inserts (id BIGINT, h STRING) USING csv").collect()
-    spark.client._rpc_deadlines = RpcDeadlines(  # type: ignore[attr-defined]
-        reattachable_execute_plan=DEADLINE_S, reattach_execute=DEADLINE_S
-    )
-    rows = f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
+    _short_deadlines(spark)
     writes = {
-        "a checked INSERT": lambda: spark.sql(f"INSERT INTO run_inserts {rows}").collect(),
-        "writeTo().append()": lambda: spark.sql(rows).writeTo("run_inserts").append(),
-        "INSERT OVERWRITE": lambda: spark.sql(f"INSERT OVERWRITE run_inserts {rows}").collect(),
+        "a checked INSERT": lambda: spark.sql(f"INSERT INTO run_inserts {LONG_ROWS}").collect(),
+        "writeTo().append()": lambda: spark.sql(LONG_ROWS).writeTo("run_inserts").append(),
+        "INSERT OVERWRITE": lambda: spark.sql(
+            f"INSERT OVERWRITE run_inserts {LONG_ROWS}"
+        ).collect(),
     }
     expected = {"a checked INSERT": ROWS, "writeTo().append()": 2 * ROWS, "INSERT OVERWRITE": ROWS}
     for what, write in writes.items():
-        before = gateway.calls("ReattachExecute")
-        began = time.monotonic()
-        write()
-        assert time.monotonic() - began > DEADLINE_S, f"{what} ended within the deadline"
-        assert gateway.calls("ReattachExecute") - before >= 1, what
+        _outlasting_the_deadline(gateway, what, write)
         shown = {r["name"]: r for r in spark.sql("SHOW TEMPORARY TABLES").collect()}
         assert shown["run_inserts"]["rows"] == expected[what], what
         assert spark.table("run_inserts").count() == expected[what], what
