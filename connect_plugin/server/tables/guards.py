@@ -14,7 +14,6 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.config import Config
 from connect_plugin.errors import TempTableError
 from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.views import files_relation
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
@@ -26,6 +25,11 @@ from connect_plugin.server.tables.inserts import (
     table_rows,
     table_rules,
 )
+from connect_plugin.server.tables.overwrites import (
+    replaces_partitions,
+    with_partitions_replaced,
+    with_rows_replaced,
+)
 from connect_plugin.server.tables.value_checks import NOT_NULL
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import (
@@ -36,7 +40,7 @@ from connect_plugin.server.transport.requests import (
     InsertInto,
     Name,
 )
-from connect_plugin.server.transport.spark_sql import literal
+from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
 
 CREATE = frozenset(("CREATE",))
@@ -172,6 +176,9 @@ class InsertIntoHandler(Handler[InsertInto]):
             raise TempTableError(request.refusal)
         if request.ignore:
             return _ran(table.name)
+        if request.write is not None and request.name.qualifier is not None:
+            # Spark's insertInto finds a temporary view by its bare name only.
+            request.write.table.table_name = quote_identifier(table.name)
         query = request.write.input if request.write is not None else request.query
         if request.overwrite and query is not None:
             await self._overwrite(call, request, query)
@@ -229,31 +236,18 @@ class InsertIntoHandler(Handler[InsertInto]):
     async def _overwrite(
         self, call: Call, request: InsertInto, query: spark_proto.Relation
     ) -> None:
-        """Replace the table's rows (those ``request.condition`` holds for, if it has one) by
-        the query's, as a rewrite: a failing overwrite leaves the table as it was."""
+        """Replace the table's rows by the query's as Spark's overwrite of this kind would
+        (``overwrites``), as a rewrite: a failing overwrite leaves the table as it was."""
 
         async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
             rows = await table_rows(
                 upstream, table, query, request.columns, by_name=request.by_name
             )
-            if request.condition is None:
-                return Rewrite(rows)
-            kept = spark_proto.Relation()
-            kept.filter.input.CopyFrom(files_relation(table))
-            keep = kept.filter.condition.unresolved_function
-            keep.function_name = "not"
-            held = keep.arguments.add().unresolved_function
-            held.function_name = "coalesce"
-            with deep_messages():
-                held.arguments.add().CopyFrom(request.condition)
-            held.arguments.append(literal(False))
-            both = spark_proto.Relation()
-            with deep_messages():
-                both.set_op.left_input.CopyFrom(kept)
-                both.set_op.right_input.CopyFrom(rows)
-            both.set_op.set_op_type = spark_proto.SetOperation.SetOpType.SET_OP_TYPE_UNION
-            both.set_op.is_all = True
-            return Rewrite(both)
+            if request.condition is not None:
+                return Rewrite(with_rows_replaced(table, request.condition, rows))
+            if not request.by_name and await replaces_partitions(upstream, table):
+                return Rewrite(with_partitions_replaced(table, rows))
+            return Rewrite(rows)
 
         await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
 

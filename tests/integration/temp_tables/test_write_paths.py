@@ -5,6 +5,7 @@ refused; none makes a permanent table beside it. Overwrites are atomic rewrites.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.errors import PySparkException
@@ -89,3 +90,42 @@ def test_writes_to_other_names_reach_spark_unchanged(table: SparkSession) -> Non
     with pytest.raises(PySparkException) as refused:
         spark.range(1).writeTo("nowhere").append()
     assert refused.value.getCondition() == "TABLE_OR_VIEW_NOT_FOUND"
+
+
+OVERWRITES = (
+    ("INSERT OVERWRITE", lambda spark, name, rows: spark.sql(f"INSERT OVERWRITE {name} {rows}")),
+    (
+        "insertInto(overwrite=True)",
+        lambda spark, name, rows: spark.sql(rows).write.insertInto(name, overwrite=True),
+    ),
+)
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "STATIC"])
+@pytest.mark.parametrize(("how", "overwrite"), OVERWRITES, ids=[o[0] for o in OVERWRITES])
+def test_an_overwrite_of_a_partitioned_table_replaces_what_sparks_own_files_would(
+    spark: SparkSession, tmp_path: Path, workspace: Path, mode: str, how: str, overwrite: Any
+) -> None:
+    """Under ``partitionOverwriteMode=dynamic``, Spark's own overwrite of a partitioned file
+    table replaces only the partitions it writes (NULL is one); the temp table's overwrite
+    must end with the same rows, also when the partitions come from ``rand()``, and also
+    when the new rows are the table's own (read before Spark's own files are overwritten,
+    which Spark refuses to read and overwrite at once)."""
+    rows = "VALUES (1, 'a', 0), (2, 'b', 1), (3, 'c', 2), (4, 'd', NULL)"
+    spark.sql("CREATE TEMPORARY TABLE t (id INT, s STRING, k INT) USING parquet PARTITIONED BY (k)")
+    spark.sql(f"INSERT INTO t {rows}")
+    reference = spark.sql(f"SELECT col1 AS id, col2 AS s, col3 AS k FROM ({rows})")
+    reference.write.partitionBy("k").parquet(str(tmp_path / "reference"))
+    spark.read.parquet(str(tmp_path / "reference")).createOrReplaceTempView("reference")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", mode)
+    for query in (
+        "SELECT 9, 'z', 1",
+        "SELECT 8, 'y', CAST(NULL AS INT)",
+        "SELECT 7, 'x', 5 WHERE FALSE",
+        "SELECT id + 10, s, k FROM t WHERE k = 0",
+        "SELECT id, 'r', CAST(floor(rand(7) * 3) AS INT) FROM range(6)",
+    ):
+        for name in ("reference", "t"):
+            overwrite(spark, name, query)
+        assert _rows(spark) == _rows(spark, "reference"), f"{how}, {mode}, after {query}"
+    assert len(table_folders(workspace, spark)) == 1
