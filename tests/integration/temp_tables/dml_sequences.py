@@ -1,11 +1,14 @@
 """Random sequences of statements on one table, written once for Spark and for DuckDB.
 
 A sequence starts from a random table (format, partitioning, rows with
-NULLs and repeated ids) and runs INSERT, DELETE, UPDATE, MERGE INTO and
-TRUNCATE with random conditions and values drawn from expressions both
-engines read the same way, plus statements that fail on a row (Spark's
-``raise_error``), which only the gateway runs: the reference for them is the
-table unchanged.
+NULLs and repeated ids) and runs INSERT (of values, or of the table's own
+rows), INSERT OVERWRITE, DELETE, UPDATE, MERGE INTO, TRUNCATE, CREATE OR
+REPLACE ... AS SELECT from the table itself and the DataFrame writes
+(``insertInto``, ``writeTo``, ``saveAsTable``) with random conditions and
+values drawn from expressions both engines read the same way, the table
+named bare or as ``session.t`` / ``system.session.t``; plus statements that
+fail on a row (Spark's ``raise_error``), which only the gateway runs: the
+reference for them is the table unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +25,19 @@ NAMES = ("id", "k", "v", "s")
 """The columns in declared order (Spark moves a partition column last)."""
 FORMATS = ("parquet", "orc", "json", "csv")
 SOURCE = "src"
+QUALIFIED = ("t", "session.t", "system.session.t")
+"""The names a statement may give the table: Spark 4.3 resolves a session's temporary views
+by all three, and the gateway its temp tables."""
+named = st.sampled_from(QUALIFIED)
+WRITES = (
+    "insertInto",
+    "insertInto overwrite",
+    "writeTo append",
+    "writeTo overwrite",
+    "saveAsTable append",
+    "saveAsTable overwrite",
+)
+ALL_COLUMNS = ", ".join(NAMES)
 
 
 @dataclass(frozen=True)
@@ -35,6 +51,15 @@ class Statement:
     cardinality: str | None = None
     """A DuckDB query that finds a row exactly when a MERGE must be refused for matching a
     table row with several source rows."""
+    counts: bool = True
+    """Whether both engines answer with the rows the statement changed (DuckDB's INSERT and
+    CREATE answer a count, Spark's nothing or the table created)."""
+    write: str | None = None
+    """A DataFrame write of the rows of the query ``spark`` to ``target`` (one of
+    ``WRITES``) instead of a SQL statement."""
+    target: str = "t"
+    overwriting: str | None = None
+    """For ``writeTo(target).overwrite(condition)``: the condition, as SQL."""
 
 
 @dataclass(frozen=True)
@@ -43,10 +68,16 @@ class Sequence:
     partitioned: bool
     rows: tuple[str, ...]
     statements: tuple[Statement, ...]
+    dynamic: bool = False
+    """The session's ``spark.sql.sources.partitionOverwriteMode`` is ``dynamic``: an
+    INSERT OVERWRITE of a partitioned table replaces the partitions it writes."""
 
     def create(self) -> str:
-        partitioning = " PARTITIONED BY (k)" if self.partitioned else ""
-        return f"CREATE TEMPORARY TABLE t ({COLUMNS}) USING {self.fmt}{partitioning}"
+        return f"CREATE TEMPORARY TABLE t ({COLUMNS}) USING {self.fmt}{_partitioning(self.partitioned)}"
+
+
+def _partitioning(partitioned: bool) -> str:
+    return " PARTITIONED BY (k)" if partitioned else ""
 
 
 small = st.integers(-3, 12)
@@ -134,32 +165,123 @@ def _where(draw: st.DrawFn) -> str:
 @st.composite
 def insert(draw: st.DrawFn) -> Statement:
     rows = draw(st.lists(row(), min_size=1, max_size=4))
-    sql = f"INSERT INTO t ({', '.join(NAMES)}) VALUES {', '.join(rows)}"
-    return Statement(sql, sql)
+    values = f"({ALL_COLUMNS}) VALUES {', '.join(rows)}"
+    return Statement(f"INSERT INTO {draw(named)} {values}", f"INSERT INTO t {values}", counts=False)
 
 
 @st.composite
 def delete(draw: st.DrawFn) -> Statement:
-    sql = f"DELETE FROM t{_where(draw)}"
-    return Statement(sql, sql)
+    where = _where(draw)
+    return Statement(f"DELETE FROM {draw(named)}{where}", f"DELETE FROM t{where}")
 
 
 @st.composite
 def update(draw: st.DrawFn) -> Statement:
-    sql = f"UPDATE t SET {draw(assignments())}{_where(draw)}"
-    return Statement(sql, sql)
+    change = f"SET {draw(assignments())}{_where(draw)}"
+    return Statement(f"UPDATE {draw(named)} {change}", f"UPDATE t {change}")
 
 
-def truncate() -> st.SearchStrategy[Statement]:
-    return st.just(Statement("TRUNCATE TABLE t", "TRUNCATE t"))
+@st.composite
+def truncate(draw: st.DrawFn) -> Statement:
+    return Statement(f"TRUNCATE TABLE {draw(named)}", "TRUNCATE t")
+
+
+@st.composite
+def copy(draw: st.DrawFn) -> Statement:
+    """An INSERT of rows the table itself holds."""
+    query = f"SELECT {ALL_COLUMNS} FROM t{_where(draw)}"
+    return Statement(
+        f"INSERT INTO {draw(named)} ({ALL_COLUMNS}) {query}",
+        f"INSERT INTO t ({ALL_COLUMNS}) {query}",
+        counts=False,
+    )
+
+
+def overwrite(by_partition: bool) -> st.SearchStrategy[Statement]:
+    """INSERT OVERWRITE with values, or with rows of the table itself."""
+
+    @st.composite
+    def overwritten(draw: st.DrawFn) -> Statement:
+        head = f"INSERT OVERWRITE {draw(st.sampled_from(['', 'TABLE ']))}{draw(named)} ({ALL_COLUMNS})"
+        if draw(st.booleans()):
+            values = f"VALUES {', '.join(draw(st.lists(row(), min_size=1, max_size=4)))}"
+            new = f"SELECT * FROM ({values}) AS {SOURCE}({ALL_COLUMNS})"
+            return Statement(f"{head} {values}", _overwritten(new, by_partition), counts=False)
+        query = f"SELECT {ALL_COLUMNS} FROM t{_where(draw)}"
+        return Statement(f"{head} {query}", _overwritten(query, by_partition), counts=False)
+
+    return overwritten()
+
+
+def _overwritten(new: str, by_partition: bool) -> str:
+    """DuckDB's statement for an overwrite of the table by the rows of the query ``new``:
+    of all its rows, or (Spark's dynamic partition overwrite) of those in the partitions
+    the new rows fall in."""
+    kept = (
+        "NOT EXISTS (SELECT 1 FROM n WHERE n.k IS NOT DISTINCT FROM t.k)" if by_partition else "FALSE"
+    )
+    return (
+        f"CREATE OR REPLACE TEMPORARY TABLE t AS WITH n AS ({new}) SELECT {ALL_COLUMNS} FROM t "
+        f"WHERE {kept} UNION ALL SELECT {ALL_COLUMNS} FROM n"
+    )
+
+
+def replace(fmt: str, partitioned: bool) -> st.SearchStrategy[Statement]:
+    """CREATE OR REPLACE of the table from its own rows, in its format and partitioning."""
+
+    @st.composite
+    def replaced(draw: st.DrawFn) -> Statement:
+        query = f"SELECT {ALL_COLUMNS} FROM t{_where(draw)}"
+        return Statement(
+            f"CREATE OR REPLACE TEMPORARY TABLE {draw(named)} USING {fmt}"
+            f"{_partitioning(partitioned)} AS {query}",
+            f"CREATE OR REPLACE TEMPORARY TABLE t AS {query}",
+            counts=False,
+        )
+
+    return replaced()
+
+
+def dataframe_write(by_partition: bool) -> st.SearchStrategy[Statement]:
+    """A DataFrame write of some rows to the table's name."""
+
+    @st.composite
+    def written(draw: st.DrawFn) -> Statement:
+        values = f"VALUES {', '.join(draw(st.lists(row(), min_size=1, max_size=4)))}"
+        rows = f"SELECT * FROM ({values}) AS {SOURCE}({ALL_COLUMNS})"
+        how = draw(st.sampled_from(WRITES))
+        appended = f"INSERT INTO t ({ALL_COLUMNS}) {values}"
+        overwriting = draw(condition()) if how == "writeTo overwrite" else None
+        reference = {
+            "insertInto overwrite": _overwritten(rows, by_partition),
+            "saveAsTable overwrite": _overwritten(rows, False),
+            "writeTo overwrite": f"DELETE FROM t WHERE {overwriting}; {appended}",
+        }.get(how, appended)
+        return Statement(
+            rows, reference, counts=False, write=how, target=draw(named), overwriting=overwriting
+        )
+
+    return written()
 
 
 @st.composite
 def failing(draw: st.DrawFn) -> Statement:
+    """A change that fails on the row with one id: an UPDATE, an INSERT OVERWRITE or a
+    CREATE OR REPLACE of the table from its own rows."""
     ident = draw(st.integers(0, 8))
-    sql = (
-        f"UPDATE t SET v = CASE WHEN id = {ident} THEN CAST(raise_error('refused on purpose') "
-        "AS BIGINT) ELSE v END"
+    value = (
+        f"CASE WHEN id = {ident} THEN CAST(raise_error('refused on purpose') AS BIGINT) "
+        "ELSE v END"
+    )
+    rows = f"SELECT id, k, {value} AS v, s FROM t"
+    sql = draw(
+        st.sampled_from(
+            [
+                f"UPDATE {draw(named)} SET v = {value}",
+                f"INSERT OVERWRITE {draw(named)} ({ALL_COLUMNS}) {rows}",
+                f"CREATE OR REPLACE TEMPORARY TABLE {draw(named)} AS {rows}",
+            ]
+        )
     )
     return Statement(sql, None, fails_when=f"SELECT 1 FROM t WHERE id = {ident}")
 
@@ -203,25 +325,45 @@ def merge(draw: st.DrawFn) -> Statement:
             clauses.append(f"{head} THEN UPDATE SET {draw(assignments('t.'))}")
     if not clauses:
         clauses.append("WHEN NOT MATCHED THEN INSERT *")
-    sql = f"MERGE INTO t USING {source} AS {SOURCE} ON {on} {' '.join(clauses)}"
+    target = f"{draw(named)}{draw(st.sampled_from(['', ' AS t', ' t']))}"
+    rest = f"USING {source} AS {SOURCE} ON {on} {' '.join(clauses)}"
     checked = bool(matched) and not (len(matched) == 1 and clauses[0] == "WHEN MATCHED THEN DELETE")
     cardinality = (
         f"SELECT 1 FROM t JOIN {source} AS {SOURCE} ON {on} GROUP BY t.rowid HAVING count(*) > 1"
         if checked
         else None
     )
-    return Statement(sql, sql, cardinality=cardinality)
+    return Statement(f"MERGE INTO {target} {rest}", f"MERGE INTO t {rest}", cardinality=cardinality)
 
 
-def statement() -> st.SearchStrategy[Statement]:
-    return st.one_of(insert(), delete(), update(), merge(), merge(), truncate(), failing())
+def statement(fmt: str, partitioned: bool, dynamic: bool) -> st.SearchStrategy[Statement]:
+    by_partition = partitioned and dynamic
+    return st.one_of(
+        insert(),
+        delete(),
+        update(),
+        merge(),
+        merge(),
+        truncate(),
+        failing(),
+        copy(),
+        overwrite(by_partition),
+        replace(fmt, partitioned),
+        dataframe_write(by_partition),
+    )
 
 
 @st.composite
 def sequences(draw: st.DrawFn) -> Sequence:
+    fmt = draw(st.sampled_from(FORMATS))
+    partitioned = draw(st.booleans())
+    dynamic = draw(st.booleans())
     return Sequence(
-        fmt=draw(st.sampled_from(FORMATS)),
-        partitioned=draw(st.booleans()),
+        fmt=fmt,
+        partitioned=partitioned,
         rows=tuple(draw(st.lists(row(), max_size=6))),
-        statements=tuple(draw(st.lists(statement(), min_size=1, max_size=6))),
+        statements=tuple(
+            draw(st.lists(statement(fmt, partitioned, dynamic), min_size=1, max_size=6))
+        ),
+        dynamic=dynamic,
     )

@@ -1,10 +1,11 @@
 """Differential: random statement sequences on a temp table end as on a DuckDB temp table.
 
 Each sequence (``dml_sequences``) creates a declared table in a random
-format, fills it, and runs INSERT, DELETE, UPDATE, MERGE INTO and TRUNCATE
-through the gateway and on DuckDB in-process; after every statement the
-answers (rows changed) and the tables, row for row, must agree, and SHOW
-TEMPORARY TABLES must count the rows. A statement that must fail (a row
+format, fills it, and runs INSERT, INSERT OVERWRITE, DELETE, UPDATE, MERGE
+INTO, TRUNCATE, CREATE OR REPLACE and DataFrame writes through the gateway
+and on DuckDB in-process; after every statement the answers (rows changed)
+and the tables, row for row, must agree, and SHOW TEMPORARY TABLES must count
+the rows. A statement that must fail (a row
 that raises, a MERGE matching a row twice) must fail through the gateway
 and leave the table exactly as it was, with one folder. The run is bounded
 by ``--dml-seconds`` (20 by default); what it ever found is kept in
@@ -20,8 +21,10 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
+from connect_plugin.server.tables.overwrites import PARTITION_OVERWRITE_MODE
 from tests.integration.support import table_folders
 from tests.integration.temp_tables.dml_sequences import (
     COLUMNS,
@@ -71,10 +74,27 @@ FINDS: tuple[Sequence, ...] = (
             ),
         ),
     ),
+    Sequence(
+        fmt="parquet",
+        partitioned=False,
+        rows=("(0, CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS STRING))",),
+        statements=(
+            Statement(
+                "SELECT * FROM (VALUES (1, CAST(2 AS INT), CAST(3 AS BIGINT), CAST('a' AS "
+                "STRING))) AS src(id, k, v, s)",
+                "INSERT INTO t (id, k, v, s) VALUES (1, CAST(2 AS INT), CAST(3 AS BIGINT), "
+                "CAST('a' AS STRING))",
+                counts=False,
+                write="insertInto",
+                target="system.session.t",
+            ),
+        ),
+    ),
 )
 """Kept examples: a partitioned csv table (its partition column stored last) through a MERGE
 whose table rows match twice without a WHEN MATCHED clause (kept once), an UPDATE of the
-partition column to NULL, and a MERGE whose first clause deletes."""
+partition column to NULL, and a MERGE whose first clause deletes; ``insertInto`` of a
+``system.session.`` name, which Spark's writer looks up among catalogs only."""
 
 
 def dml_seconds(config: pytest.Config) -> float:
@@ -96,6 +116,39 @@ def _listed(spark: SparkSession) -> int:
     return int(row["rows"])
 
 
+def _write(spark: SparkSession, statement: Statement) -> None:
+    """The DataFrame write ``statement.write`` of the rows of ``statement.spark``."""
+    rows = spark.sql(statement.spark)
+    name = statement.target
+    writes = {
+        "insertInto": lambda: _in_table_order(spark, rows, name).write.insertInto(name),
+        "insertInto overwrite": lambda: _in_table_order(spark, rows, name).write.insertInto(
+            name, overwrite=True
+        ),
+        "writeTo append": lambda: rows.writeTo(name).append(),
+        "writeTo overwrite": lambda: rows.writeTo(name).overwrite(
+            F.expr(statement.overwriting or "TRUE")
+        ),
+        "saveAsTable append": lambda: rows.write.saveAsTable(name, mode="append"),
+        "saveAsTable overwrite": lambda: rows.write.saveAsTable(name, mode="overwrite"),
+    }
+    assert statement.write is not None
+    writes[statement.write]()
+
+
+def _in_table_order(spark: SparkSession, rows: DataFrame, name: str) -> DataFrame:
+    """``rows`` with the table's columns in its order, for a write by position (Spark moves
+    a partition column last)."""
+    return rows.select(*spark.table(name).columns)
+
+
+def _run(spark: SparkSession, statement: Statement) -> list[tuple[object, ...]]:
+    if statement.write is not None:
+        _write(spark, statement)
+        return []
+    return [tuple(r) for r in spark.sql(statement.spark).collect()]
+
+
 class Differential:
     def __init__(self, spark: SparkSession, workspace: Path) -> None:
         self.spark = spark
@@ -107,6 +160,7 @@ class Differential:
     def run(self, sequence: Sequence) -> None:
         spark = self.spark
         spark.sql("DROP TABLE IF EXISTS t")
+        spark.conf.set(PARTITION_OVERWRITE_MODE, "dynamic" if sequence.dynamic else "static")
         spark.sql(sequence.create())
         with duckdb.connect() as duck:
             duck.sql(f"CREATE TEMPORARY TABLE t ({COLUMNS})")
@@ -130,18 +184,18 @@ class Differential:
         if must_fail:
             self.refused += 1
             with pytest.raises(PySparkException):
-                spark.sql(statement.spark).collect()
+                _run(spark, statement)
             assert _rows(spark) == before, where
             assert table_folders(self.workspace, spark) == folders, where
             return
         if statement.duckdb is None:
-            spark.sql(statement.spark).collect()
+            _run(spark, statement)
             assert _rows(spark) == before, where
             assert len(table_folders(self.workspace, spark)) == 1, where
             return
-        answer = spark.sql(statement.spark).collect()
-        expected = duck.sql(statement.duckdb).fetchall()
-        if not statement.spark.startswith("INSERT"):
+        answer = _run(spark, statement)
+        expected = duck.execute(statement.duckdb).fetchall()
+        if statement.counts:
             assert answer[0][0] == expected[0][0], where
         assert _rows(spark) == _duck_rows(duck), where
         assert _listed(spark) == len(_duck_rows(duck)), where
