@@ -96,7 +96,25 @@ def _flat(kind: type[AllOf | AnyOf], parts: Sequence[FileFilter]) -> tuple[FileF
 
 
 def none_of(part: FileFilter | None) -> FileFilter | None:
+    """NOT of a filter that says exactly what its condition says (a comparison).
+
+    A filter with unread parts left out is weaker than its condition, and
+    its NOT would be stricter: readers push a NOT down to the comparisons
+    (``joined`` under ``negated``) instead of applying it to such a filter.
+    """
     return None if part is None else NoneOf(part)
+
+
+def joined(conjunction: bool, negated: bool, parts: Sequence[FileFilter | None]) -> FileFilter | None:
+    """``parts`` joined by AND (``conjunction``) or OR, under a NOT when ``negated``: each
+    part is already read under that NOT, so by De Morgan NOT (a AND b) is (NOT a) OR
+    (NOT b), and NOT (a OR b) is (NOT a) AND (NOT b), in SQL's three-valued logic too."""
+    return all_of(parts) if conjunction != negated else any_of(parts)
+
+
+def negated_if(negated: bool, found: FileFilter | None) -> FileFilter | None:
+    """A comparison's filter, or its NOT when it stands under one."""
+    return none_of(found) if negated else found
 
 
 def literal(value: Any) -> Value:

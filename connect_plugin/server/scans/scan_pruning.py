@@ -42,8 +42,8 @@ from connect_plugin.scanning.request.predicates import (
     FileFilter,
     PartitionFilter,
     all_of,
-    any_of,
-    none_of,
+    joined,
+    negated_if,
 )
 from connect_plugin.server.statements.cached_scans import CachedScans, is_cached
 from connect_plugin.server.transport.plans import plan_nodes, type_name_of, unpack
@@ -152,14 +152,16 @@ class Conditions:
         self.plan_ids: frozenset[int] = frozenset()
         self._sql_left = MAX_CONDITION_CHARS
 
-    def read(self, expression: spark_proto.Expression) -> FileFilter | None:
+    def read(self, expression: spark_proto.Expression, negated: bool = False) -> FileFilter | None:
+        """The filter of ``expression`` (of its NOT when ``negated``), None if nothing is
+        known."""
         kind = expression.WhichOneof("expr_type")
         if kind == "expression_string":
             text = expression.expression_string.expression
             if len(text) > self._sql_left:
                 return None
             self._sql_left -= len(text)
-            return read_sql(text)
+            return read_sql(text, negated)
         if kind != "unresolved_function":
             return None
         function = expression.unresolved_function
@@ -168,10 +170,15 @@ class Conditions:
         name = function.function_name.lower()
         arguments = list(function.arguments)
         if name in ("and", "or") and len(arguments) == 2:
-            parts = [self.read(a) for a in arguments]
-            return all_of(parts) if name == "and" else any_of(parts)
+            parts = [self.read(a, negated) for a in arguments]
+            return joined(name == "and", negated, parts)
         if name == "not" and len(arguments) == 1:
-            return none_of(self.read(arguments[0]))
+            return self.read(arguments[0], not negated)
+        return negated_if(negated, self._comparison(name, arguments))
+
+    def _comparison(
+        self, name: str, arguments: list[spark_proto.Expression]
+    ) -> FileFilter | None:
         if name in ("isnull", "isnotnull") and len(arguments) == 1:
             column = self._column(arguments[0])
             op = "is_null" if name == "isnull" else "is_not_null"
@@ -255,8 +262,9 @@ def _proto_literal(expression: spark_proto.Expression) -> Any:
         return _UNKNOWN
 
 
-def read_sql(text: str) -> FileFilter | None:
-    """A SQL condition (``df.where("month = 3")``) as a file filter, None if nothing is known.
+def read_sql(text: str, negated: bool = False) -> FileFilter | None:
+    """A SQL condition (``df.where("month = 3")``) as a file filter (of its NOT when
+    ``negated``), None if nothing is known.
 
     Text with a double quote (a string or an identifier, as a setting
     decides) or a backslash (an escape, or not, as another decides) is not
@@ -268,7 +276,7 @@ def read_sql(text: str) -> FileFilter | None:
         tree = cast(exp.Expression, sqlglot.parse_one(text, read="spark"))
     except sqlglot.errors.SqlglotError:
         return None
-    return _read_sql(tree)
+    return _read_sql(tree, negated)
 
 
 _SQL_COMPARISONS: dict[type[exp.Expression], str] = {
@@ -281,16 +289,21 @@ _SQL_COMPARISONS: dict[type[exp.Expression], str] = {
 }
 
 
-def _read_sql(node: exp.Expression) -> FileFilter | None:
+def _read_sql(node: exp.Expression, negated: bool) -> FileFilter | None:
     if isinstance(node, exp.Paren):
-        return _read_sql(node.this)
+        return _read_sql(node.this, negated)
     if isinstance(node, exp.And | exp.Or):
-        parts = [_read_sql(node.this), _read_sql(node.expression)]
-        return all_of(parts) if isinstance(node, exp.And) else any_of(parts)
+        parts = [_read_sql(node.this, negated), _read_sql(node.expression, negated)]
+        return joined(isinstance(node, exp.And), negated, parts)
     if isinstance(node, exp.Not):
-        return none_of(_read_sql(node.this))
+        return _read_sql(node.this, not negated)
     if isinstance(node, exp.NEQ):
-        return none_of(_comparison("eq", [node.this, node.expression], _sql_column, _sql_literal))
+        equal = _comparison("eq", [node.this, node.expression], _sql_column, _sql_literal)
+        return negated_if(not negated, equal)
+    return negated_if(negated, _sql_comparison(node))
+
+
+def _sql_comparison(node: exp.Expression) -> FileFilter | None:
     op = _SQL_COMPARISONS.get(type(node))
     if op is not None:
         return _comparison(op, [node.this, node.expression], _sql_column, _sql_literal)

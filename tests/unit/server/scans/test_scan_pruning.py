@@ -58,6 +58,15 @@ P = PartitionFilter
             AllOf((AnyOf((P("eq", "month", 3), P("eq", "month", 4))), P("eq", "dir0", "a"))),
         ),
         ("month = 3 AND upper(dir0) = 'A'", P("eq", "month", 3)),
+        (
+            "NOT (month = 3 AND dir0 = 'a')",
+            AnyOf((NoneOf(P("eq", "month", 3)), NoneOf(P("eq", "dir0", "a")))),
+        ),
+        ("NOT (month = 3 OR upper(dir0) = 'A')", NoneOf(P("eq", "month", 3))),
+        ("NOT NOT (month = 3 AND upper(dir0) = 'A')", P("eq", "month", 3)),
+        ("NOT (month <> 3)", P("eq", "month", 3)),
+        ("NOT ((month = 3 AND x > y) OR dir0 = 'a')", NoneOf(P("eq", "dir0", "a"))),
+        ("NOT (month <> 3 AND dir0 = 'a')", AnyOf((P("eq", "month", 3), NoneOf(P("eq", "dir0", "a"))))),
     ],
 )
 def test_sql_conditions_that_are_read(sql: str, expected: FileFilter) -> None:
@@ -88,10 +97,13 @@ def test_sql_conditions_that_are_read(sql: str, expected: FileFilter) -> None:
         "month = 0x10",
         "month = TRUE",
         "month = ",
+        "NOT (month = 3 AND upper(dir0) = 'A')",
+        "NOT (dir0 = 'a' AND is_test)",
     ],
 )
 def test_sql_conditions_that_are_not_read(sql: str) -> None:
-    """Whatever depends on settings, types or functions is unknown: it prunes nothing."""
+    """Whatever depends on settings, types or functions is unknown: it prunes nothing; nor
+    does the NOT of a condition only partly read (its read part alone would be stricter)."""
     assert read_sql(sql) is None
 
 
@@ -124,6 +136,15 @@ def test_dataframe_expressions_are_read() -> None:
             NoneOf(P("is_null", "dir1")),
         )
     )
+
+
+def test_a_not_over_a_dataframe_condition_only_partly_read_prunes_nothing() -> None:
+    partly = ~((F.col("dir0") == "a") & F.col("is_test"))
+    assert file_filter(Filter(scan_plan(), partly)) == (False, None)
+    whole = ~((F.col("dir0") == "a") & (F.col("month") == 3))
+    changed, found = file_filter(Filter(scan_plan(), whole))
+    assert changed
+    assert found == AnyOf((NoneOf(P("eq", "dir0", "a")), NoneOf(P("eq", "month", 3))))
 
 
 def test_a_chain_of_filters_and_plain_projections_gives_every_condition() -> None:
