@@ -76,7 +76,29 @@ class Pred:
         return (not result) if self.negated else result
 
 
-Filter = tuple[Pred, ...]
+@dataclass(frozen=True)
+class Both:
+    """``NOT (first AND second)`` (``OR`` when not ``conjunction``; no NOT when not
+    ``negated``): a NOT over a condition that only partly decides files."""
+
+    first: Pred
+    second: Pred
+    conjunction: bool = True
+    negated: bool = True
+    opaque: bool = True
+    """``second`` written as ``(second) = TRUE``, which says the same and which no file
+    pruning reads."""
+
+    def sql(self, quote: str, qualifier: str = "") -> str:
+        joiner = " AND " if self.conjunction else " OR "
+        second = self.second.sql(quote, qualifier)
+        if self.opaque:
+            second = f"({second} = TRUE)"
+        text = f"({self.first.sql(quote, qualifier)}{joiner}{second})"
+        return f"NOT {text}" if self.negated else text
+
+
+Filter = tuple[Pred | Both, ...]
 """Predicates joined with AND; empty for no filter."""
 
 
@@ -227,18 +249,24 @@ def needs_bad_file(query: Query, data_set: DataSet, root: Path) -> bool:
         return _reads_bad(query.left, data_set, root) or _reads_bad(query.right, data_set, root)
     if isinstance(query, SelfJoin):
         return _reads_bad(query.left, data_set, root) and _reads_bad(query.right, data_set, root)
-    data_preds = [p for p in query.where if not is_file_column(data_set, p.column)]
+    data_preds = [
+        p for p in query.where if isinstance(p, Both) or not is_file_column(data_set, p.column)
+    ]
     if len(data_preds) > 1:
         return False
     return _reads_bad(query.where, data_set, root)
 
 
 def _reads_bad(where: Filter, data_set: DataSet, root: Path) -> bool:
+    """Whether some bad file passes every predicate of ``where`` on per-file columns (never,
+    said of a ``Both``, whose verdict on a file may depend on its rows)."""
+    if any(isinstance(p, Both) for p in where):
+        return False
     for data_file in data_set.bad_files():
         verdicts = [
             p.on_file(file_value(data_set, data_file, p.column, root))
             for p in where
-            if is_file_column(data_set, p.column)
+            if isinstance(p, Pred) and is_file_column(data_set, p.column)
         ]
         if all(verdict is True for verdict in verdicts):
             return True
@@ -320,14 +348,20 @@ def preds(draw: st.DrawFn, data_set: DataSet, column: str) -> Pred:
 
 @st.composite
 def filters(draw: st.DrawFn, data_set: DataSet) -> Filter:
-    """No filter, or one or two predicates, mostly on partition and file columns."""
+    """No filter, or one or two predicates, mostly on partition and file columns; some
+    joined with another predicate on any column, mostly under a NOT."""
     columns = [c for c in data_set.columns() if c != GHOST]
     per_file = [c for c in columns if is_file_column(data_set, c)]
     count = draw(st.sampled_from((0, 1, 1, 2)))
-    picked = []
+    picked: list[Pred | Both] = []
     for _ in range(count):
         pool = per_file if per_file and draw(st.integers(0, 2)) > 0 else columns
-        picked.append(draw(preds(data_set, draw(st.sampled_from(pool)))))
+        found = draw(preds(data_set, draw(st.sampled_from(pool))))
+        if draw(st.integers(0, 3)) == 0:
+            other = draw(preds(data_set, draw(st.sampled_from(columns))))
+            negated = draw(st.integers(0, 3)) > 0
+            found = Both(found, other, draw(st.booleans()), negated, draw(st.booleans()))
+        picked.append(found)
     return tuple(picked)
 
 

@@ -48,6 +48,7 @@ from tests.scan_differential import budget
 from tests.scan_differential.datasets import BadRecord, DataFile, DataSet, data_sets
 from tests.scan_differential.driver import Explorer
 from tests.scan_differential.queries import (
+    Both,
     Count,
     Distinct,
     GroupCount,
@@ -277,6 +278,21 @@ FINDS: dict[str, tuple[str, Case]] = {
                 projection=("id",),
             ),
             (Rows(), Rows(), Count()),
+        ),
+    ),
+    "NOT over a dir0 test AND a data test prunes the folder it names (review)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (
+                    DataFile(("a",), "part0", ("id",), ((1,), (2,))),
+                    DataFile(("b",), "part1", ("id",), ((3,),)),
+                ),
+            ),
+            (Rows((Both(Pred("dir0", "=", "a"), Pred("id", "=", 1)),)),),
         ),
     ),
 }
