@@ -138,10 +138,14 @@ def _chain(
 
 
 def _picks(expression: spark_proto.Expression) -> bool:
-    """Whether a projected expression keeps a column under its own name."""
+    """Whether a projected expression keeps a column under its own name (a nested field,
+    ``event.year``, is named ``year`` after it, which may be a folder column's name)."""
     if expression.HasField("unresolved_star"):
         return not expression.unresolved_star.unparsed_target
-    return expression.HasField("unresolved_attribute")
+    return (
+        expression.HasField("unresolved_attribute")
+        and _identifier(expression.unresolved_attribute.unparsed_identifier) is not None
+    )
 
 
 class Conditions:

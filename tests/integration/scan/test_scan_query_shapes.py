@@ -258,6 +258,23 @@ def test_hive_columns_prune_by_their_type(spark: SparkSession, hive: Path) -> No
     assert {sql: df.where(sql).count() for sql in cases} == cases
 
 
+def test_a_nested_field_named_like_a_hive_column_is_not_pruned_as_that_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """After ``select("event.year")`` the name ``year`` is the nested field, not the folder
+    column: a filter on it must keep the rows Spark's own reader keeps."""
+    for folder, years in (("year=2023", (2023, 2024)), ("year=2024", (2024, 2025))):
+        _write(
+            tmp_path / folder / "part.json",
+            [json.dumps({"id": y * 10 + i, "event": {"year": y}}) for i, y in enumerate(years)],
+        )
+    scanned = connect_plugin.scan(spark, str(tmp_path), format="json", partitioning="hive")
+    reference = spark.read.json(str(tmp_path))
+    for df in (scanned, reference):
+        df = df.select("event.year", "id").where("year = 2024")
+        assert sorted(tuple(r) for r in df.collect()) == [(2024, 20240), (2024, 20241)]
+
+
 def test_the_readme_reproduction_shows_sparks_stale_reader(direct: SparkSession) -> None:
     """What docs/compatibility.md says of Spark's pushdown, on plain Spark: why the scan takes no filters."""
     blocks = re.findall(r"```python\n(.*?)```", COMPATIBILITY_DOC.read_text(), re.S)

@@ -159,8 +159,15 @@ def test_a_chain_of_filters_and_plain_projections_gives_every_condition() -> Non
     [
         lambda child: Project(child, [F.col("id").alias("dir0")]),
         lambda child: Limit(child, 10),
+        lambda child: Project(child, [F.col("event.dir0"), F.col("id")]),
+        lambda child: Project(child, [F.col("`event`.`dir0`")]),
     ],
-    ids=["a projection that names anew", "a limit"],
+    ids=[
+        "a projection that names anew",
+        "a limit",
+        "a nested field named like a folder column",
+        "a quoted nested field",
+    ],
 )
 def test_nodes_that_change_rows_or_names_stop_the_chain(between: object) -> None:
     plan = Filter(between(scan_plan()), F.expr("dir0 = 'a'"))  # type: ignore[operator]
