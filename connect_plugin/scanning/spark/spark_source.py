@@ -63,6 +63,12 @@ COUNT_OPTION = "countRows"
 
 COUNT_COLUMN = "rows"
 
+FILES_STAMP_OPTION = "filesStamp"
+"""Not read by the source: a stamp of the files of the temp table scanned, new whenever
+Spark adds files to it in place (INSERT, a scan's rejects). Spark Connect keeps the plan of
+a read it saw before, and with it the file list this source made when planning; a new stamp
+makes the read another one, planned again."""
+
 MIN_PARTITIONS_OPTION = "minPartitions"
 """Spark partitions to make at least (files allowing); the planning worker's cores by default."""
 
@@ -70,9 +76,10 @@ MIN_PARTITIONS_OPTION = "minPartitions"
 class ScanDataSource(DataSource):
     """Schema-on-read file scans.
 
-    Options: ``spec`` (``ScanSpec.to_json()``, required), ``minPartitions``, and the
-    object-store options as ``secret.s3.*`` (``ScanSpec.secret_options()``),
-    apart from the spec so that Spark redacts them in every plan it prints.
+    Options: ``spec`` (``ScanSpec.to_json()``, required), ``minPartitions``,
+    ``filesStamp``, and the object-store options as ``secret.s3.*``
+    (``ScanSpec.secret_options()``), apart from the spec so that Spark redacts
+    them in every plan it prints.
     """
 
     def __init__(self, options: Any) -> None:

@@ -45,6 +45,7 @@ from connect_plugin.scanning.request.predicates import FileFilter
 from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.scanning.spark.spark_source import (
     COUNT_OPTION,
+    FILES_STAMP_OPTION,
     SPEC_OPTION,
     ScanDataSource,
 )
@@ -118,14 +119,16 @@ class Scans:
         upstream = self._upstream.session(session)
         options = ScanOptions.from_message(message)
         file_filter = _file_filter(message.file_filter)
-        spec = await self._spec(upstream, session, options, file_filter)
-        return await self._source(upstream, session, spec, count_rows=message.count_rows)
+        spec, stamp = await self._spec(upstream, session, options, file_filter)
+        return await self._source(
+            upstream, session, spec, count_rows=message.count_rows, files_stamp=stamp
+        )
 
     async def options_read(self, session: SessionContext, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
         upstream = self._upstream.session(session)
-        spec = await self._spec(upstream, session, options)
-        return await self._source(upstream, session, spec, count_rows=False)
+        spec, stamp = await self._spec(upstream, session, options)
+        return await self._source(upstream, session, spec, count_rows=False, files_stamp=stamp)
 
     async def _source(
         self,
@@ -134,11 +137,13 @@ class Scans:
         spec: ScanSpec,
         *,
         count_rows: bool,
+        files_stamp: str = "",
     ) -> ScanRead:
         """The read of the scan data source for a spec: every route to a scan ends here.
 
         A scan that rejects records gets its rejects table here, except a
-        row count, which judges no record and leaves the table as it is.
+        row count, which judges no record and leaves the table as it is. A
+        scan of a temp table carries the table's ``files_stamp``.
         """
         after = None
         if spec.on_error is OnError.REJECT and not count_rows:
@@ -152,6 +157,8 @@ class Scans:
         source.options.update(spec.secret_options())
         if count_rows:
             source.options[COUNT_OPTION] = "true"
+        if files_stamp:
+            source.options[FILES_STAMP_OPTION] = files_stamp
         return ScanRead(relation, after)
 
     async def _register(self, upstream: UpstreamSession, context: SessionContext) -> None:
@@ -182,15 +189,18 @@ class Scans:
         session: SessionContext,
         options: ScanOptions,
         file_filter: FileFilter | None = None,
-    ) -> ScanSpec:
-        """The spec of a scan's options: its schema parsed, a table's files looked up."""
+    ) -> tuple[ScanSpec, str]:
+        """The spec of a scan's options (its schema parsed, a table's files looked up), and
+        the files stamp of the temp table it reads ('' for none)."""
         provided = await _provided_schema(upstream, options.schema)
+        stamp = ""
         if options.table is not None:
             table = await self._table(upstream, session, options.table)
             reader = _reader_options(table.format, table.options)
             options = options.for_table(table.location, table.format, reader)
             provided = provided if provided is not None else table.schema
-        return options.to_spec(provided, file_filter)
+            stamp = table.files_stamp
+        return options.to_spec(provided, file_filter), stamp
 
     async def _table(
         self, upstream: UpstreamSession, session: SessionContext, name: str
@@ -204,6 +214,7 @@ class Scans:
                 format=_scan_format(temp.name, temp.format),
                 options=dict(temp.options),
                 schema=to_arrow_schema(struct),
+                files_stamp=temp.files_stamp,
             )
         return await _permanent_table(upstream, name)
 
@@ -256,6 +267,8 @@ class _TableSource:
     format: Format
     options: dict[str, str]
     schema: pa.Schema
+    files_stamp: str = ""
+    """A temp table's ``files_stamp`` (a catalog table has none)."""
 
 
 def _scan_format(table: str, file_format: str) -> Format:

@@ -54,7 +54,7 @@ from connect_plugin.server.sessions.store import (
     TableState,
     now,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.temp_table import TempTable, new_files_stamp
 
 log = logging.getLogger(__name__)
 
@@ -386,7 +386,9 @@ class SessionRegistry:
     def files_added(self, session: Session, table: TempTable, size: int | None) -> TempTable:
         """The table once Spark added files to it: its rows not known, its bytes ``size``, in
         memory and stored."""
-        uncounted = dataclasses.replace(table, rows=None, size=size)
+        uncounted = dataclasses.replace(
+            table, rows=None, size=size, files_stamp=new_files_stamp()
+        )
         self.store.files_added(table.location, size)
         if session.tables.get(table.key) is table:
             session.tables[table.key] = uncounted

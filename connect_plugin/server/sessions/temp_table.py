@@ -9,8 +9,13 @@ it is stored.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+
+
+def new_files_stamp() -> str:
+    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,10 @@ class TempTable:
     size: int | None = None
     """Bytes of its data files when last measured (after the gateway wrote them, or Spark
     added files by INSERT or a scan's rejects); None: stored by a gateway that measured none."""
+    files_stamp: str = field(default_factory=new_files_stamp, compare=False)
+    """Changes whenever Spark adds files to the table's folder (and at each start of the
+    gateway, which does not store it): a scan of the table carries it, since Spark Connect
+    reuses the plan of an identical read, file list and all."""
 
     @property
     def key(self) -> str:

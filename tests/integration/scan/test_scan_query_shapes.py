@@ -275,6 +275,25 @@ def test_a_nested_field_named_like_a_hive_column_is_not_pruned_as_that_column(
         assert sorted(tuple(r) for r in df.collect()) == [(2024, 20240), (2024, 20241)]
 
 
+def test_a_held_scan_of_a_temp_table_sees_its_inserts_as_a_held_table_read_does(
+    spark: SparkSession,
+) -> None:
+    """Spark Connect reuses the plan of a read it saw before, file list and all: a scan of
+    a temp table kept in a variable must still see the rows an INSERT added in place."""
+    spark.sql("CREATE TEMPORARY TABLE grows (id INT) USING json")
+    spark.sql("INSERT INTO grows VALUES (1), (2)")
+    scanned = connect_plugin.scan(spark, table="grows")
+    reference = spark.table("grows")
+    for df in (scanned, reference):
+        assert df.count() == 2
+        assert len(df.collect()) == 2
+    spark.sql("INSERT INTO grows VALUES (3)")
+    for df in (scanned, reference):
+        assert df.count() == 3
+        assert sorted(r.id for r in df.collect()) == [1, 2, 3]
+        assert df.where("id > 1").count() == 2
+
+
 def test_the_readme_reproduction_shows_sparks_stale_reader(direct: SparkSession) -> None:
     """What docs/compatibility.md says of Spark's pushdown, on plain Spark: why the scan takes no filters."""
     blocks = re.findall(r"```python\n(.*?)```", COMPATIBILITY_DOC.read_text(), re.S)
