@@ -9,6 +9,8 @@ goes to Spark unchanged; they matter only to sessions that have temp tables.
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
@@ -97,11 +99,13 @@ class InsertIntoHandler(Handler[InsertInto]):
     and a SQL ``INSERT INTO|OVERWRITE [TABLE] name [(columns)] <query>`` is
     run by the gateway with the check; an INSERT with a PARTITION or REPLACE
     clause or BY NAME into such a table is refused, since its rows cannot be
-    checked as they will be stored.
+    checked as they will be stored. So is one led by ``WITH ...`` or Hive's
+    ``FROM ...``, which Spark otherwise runs, and whose files the gateway then
+    makes private and whose rows it counts again, as after any INSERT.
     """
 
     request_type = InsertInto
-    sql_keywords = frozenset(("INSERT",))
+    sql_keywords = frozenset(("INSERT", "WITH", "FROM"))
     needs_tables = True
 
     def __init__(
@@ -114,6 +118,13 @@ class InsertIntoHandler(Handler[InsertInto]):
 
     @classmethod
     def parse(cls, cursor: Cursor) -> InsertInto | None:
+        led = cursor.peek("WITH|FROM")
+        if led:
+            if not _INSERT_WORD.search(cursor.text):
+                return None
+            head = f"a {'WITH' if cursor.peek('WITH') else 'FROM'} clause before INSERT"
+            cursor.at += 1
+            cursor.expression("a query", stops=("INSERT",))
         if cursor.accept("INSERT", "INTO"):
             overwrite = False
         elif cursor.accept("INSERT", "OVERWRITE"):
@@ -122,6 +133,8 @@ class InsertIntoHandler(Handler[InsertInto]):
             return None
         cursor.accept("TABLE")
         name = cursor.name("a table name")
+        if led:
+            return InsertInto(name, overwrite, clause=head)
         columns: tuple[str, ...] = ()
         if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
             start = cursor.at
@@ -259,6 +272,9 @@ def _ran(name: str) -> Outcome:
 
 
 _QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
+_INSERT_WORD = re.compile(r"\bINSERT\b", re.IGNORECASE)
+"""Whether a statement led by WITH or FROM may hold an INSERT (most are queries, and are
+not tokenized further)."""
 
 
 def _written_to(write: spark_proto.WriteOperationV2) -> InsertInto:

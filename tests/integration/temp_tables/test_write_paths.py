@@ -12,7 +12,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from tests.integration.support import table_folders
+from tests.integration.support import assert_private, table_folders
 
 
 def _rows(spark: SparkSession, name: str = "t") -> list[tuple[object, ...]]:
@@ -129,3 +129,37 @@ def test_an_overwrite_of_a_partitioned_table_replaces_what_sparks_own_files_woul
             overwrite(spark, name, query)
         assert _rows(spark) == _rows(spark, "reference"), f"{how}, {mode}, after {query}"
     assert len(table_folders(workspace, spark)) == 1
+
+
+def _listed_rows(spark: SparkSession, name: str = "t") -> int:
+    (row,) = [r for r in spark.sql("SHOW TEMPORARY TABLES").collect() if r["name"] == name]
+    return int(row["rows"])
+
+
+def test_an_insert_led_by_with_or_from_is_counted_and_private(
+    spark: SparkSession, workspace: Path
+) -> None:
+    """Spark runs ``WITH ... INSERT`` and Hive's ``FROM ... INSERT``; the gateway follows up
+    as after any INSERT: the new files are private, and the rows are counted again, so SHOW
+    TEMPORARY TABLES and a later DELETE's count are right."""
+    spark.sql("CREATE TEMPORARY TABLE t (id BIGINT, s STRING) USING parquet")
+    spark.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    spark.sql("WITH s AS (SELECT 3 AS id, 'c' AS s) INSERT INTO t SELECT * FROM s")
+    spark.sql("FROM (SELECT 4 AS id, 'd' AS s) AS src INSERT INTO TABLE t SELECT id, s")
+    assert _rows(spark) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    assert _listed_rows(spark) == 4
+    (folder,) = table_folders(workspace, spark)
+    assert assert_private(folder) >= 4
+    (deleted,) = spark.sql("DELETE FROM t WHERE id >= 3").collect()
+    assert deleted[0] == 2
+    assert _listed_rows(spark) == 2
+
+
+def test_an_insert_led_by_with_into_a_checked_table_is_refused(spark: SparkSession) -> None:
+    spark.sql("CREATE TEMPORARY TABLE c (id INT, s STRING) USING csv")
+    spark.sql("INSERT INTO c VALUES (1, 'a')")
+    with pytest.raises(PySparkException, match=r"a WITH clause before INSERT cannot be checked"):
+        spark.sql("WITH s AS (SELECT 2 AS id, 'x' AS s) INSERT INTO c SELECT * FROM s")
+    assert _rows(spark, "c") == [(1, "a")]
+    spark.sql("INSERT INTO c WITH s AS (SELECT 2 AS id, 'x' AS s) SELECT * FROM s")
+    assert _rows(spark, "c") == [(1, "a"), (2, "x")]
