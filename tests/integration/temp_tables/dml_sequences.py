@@ -264,26 +264,32 @@ def dataframe_write(by_partition: bool) -> st.SearchStrategy[Statement]:
     return written()
 
 
-@st.composite
-def failing(draw: st.DrawFn) -> Statement:
+def failing(fmt: str, partitioned: bool) -> st.SearchStrategy[Statement]:
     """A change that fails on the row with one id: an UPDATE, an INSERT OVERWRITE or a
-    CREATE OR REPLACE of the table from its own rows."""
-    ident = draw(st.integers(0, 8))
-    value = (
-        f"CASE WHEN id = {ident} THEN CAST(raise_error('refused on purpose') AS BIGINT) "
-        "ELSE v END"
-    )
-    rows = f"SELECT id, k, {value} AS v, s FROM t"
-    sql = draw(
-        st.sampled_from(
-            [
-                f"UPDATE {draw(named)} SET v = {value}",
-                f"INSERT OVERWRITE {draw(named)} ({ALL_COLUMNS}) {rows}",
-                f"CREATE OR REPLACE TEMPORARY TABLE {draw(named)} AS {rows}",
-            ]
+    CREATE OR REPLACE of the table from its own rows (in its format and partitioning, which
+    it keeps when no row has that id)."""
+
+    @st.composite
+    def fails(draw: st.DrawFn) -> Statement:
+        ident = draw(st.integers(0, 8))
+        value = (
+            f"CASE WHEN id = {ident} THEN CAST(raise_error('refused on purpose') AS BIGINT) "
+            "ELSE v END"
         )
-    )
-    return Statement(sql, None, fails_when=f"SELECT 1 FROM t WHERE id = {ident}")
+        rows = f"SELECT id, k, {value} AS v, s FROM t"
+        sql = draw(
+            st.sampled_from(
+                [
+                    f"UPDATE {draw(named)} SET v = {value}",
+                    f"INSERT OVERWRITE {draw(named)} ({ALL_COLUMNS}) {rows}",
+                    f"CREATE OR REPLACE TEMPORARY TABLE {draw(named)} USING {fmt}"
+                    f"{_partitioning(partitioned)} AS {rows}",
+                ]
+            )
+        )
+        return Statement(sql, None, fails_when=f"SELECT 1 FROM t WHERE id = {ident}")
+
+    return fails()
 
 
 @st.composite
@@ -345,7 +351,7 @@ def statement(fmt: str, partitioned: bool, dynamic: bool) -> st.SearchStrategy[S
         merge(),
         merge(),
         truncate(),
-        failing(),
+        failing(fmt, partitioned),
         copy(),
         overwrite(by_partition),
         replace(fmt, partitioned),
