@@ -112,10 +112,11 @@ class Cursor:
         return None
 
     def peek(self, *words: str) -> bool:
-        """Whether the next tokens are ``words`` (each may be 'A|B' alternatives)."""
+        """Whether the next tokens are ``words`` (each may be 'A|B' alternatives); a quoted
+        name or a string is never a word."""
         for offset, word in enumerate(words):
             token = self._token(self.at + offset)
-            if token is None or token.token_type is TokenType.IDENTIFIER:
+            if token is None or token.token_type in (TokenType.IDENTIFIER, TokenType.STRING):
                 return False
             if token.text.upper() not in word.split("|"):
                 return False

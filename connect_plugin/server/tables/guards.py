@@ -14,7 +14,7 @@ import re
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
-from connect_plugin.errors import TempTableError
+from connect_plugin.errors import StatementSyntaxError, TempTableError
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
@@ -124,7 +124,9 @@ class InsertIntoHandler(Handler[InsertInto]):
                 return None
             head = f"a {'WITH' if cursor.peek('WITH') else 'FROM'} clause before INSERT"
             cursor.at += 1
-            cursor.expression("a query", stops=("INSERT",))
+            if cursor.peek("INSERT"):
+                return None
+            cursor.expression("a query", stops=("INSERT INTO|OVERWRITE",))
         if cursor.accept("INSERT", "INTO"):
             overwrite = False
         elif cursor.accept("INSERT", "OVERWRITE"):
@@ -134,7 +136,7 @@ class InsertIntoHandler(Handler[InsertInto]):
         cursor.accept("TABLE")
         name = cursor.name("a table name")
         if led:
-            return InsertInto(name, overwrite, clause=head)
+            return InsertInto(name, overwrite, clause=head, others=_further_targets(cursor))
         columns: tuple[str, ...] = ()
         if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
             start = cursor.at
@@ -182,6 +184,13 @@ class InsertIntoHandler(Handler[InsertInto]):
         )
 
     async def execute(self, call: Call, request: InsertInto) -> Outcome:
+        if request.others:
+            for target in (request.name, *request.others):
+                if self._tables.lookup(call.context, target) is not None:
+                    raise TempTableError(
+                        f"An INSERT with several target tables cannot write into temporary "
+                        f"table [{target}]: write one INSERT INTO {target} ... for it"
+                    )
         table = self._tables.lookup(call.context, request.name)
         if table is None:
             return FORWARD
@@ -299,6 +308,21 @@ def _written_to(write: spark_proto.WriteOperationV2) -> InsertInto:
         "and this would make another table of that name beside it; use append() or "
         f"overwrite(condition), or CREATE OR REPLACE TEMPORARY TABLE {name} AS ...",
     )
+
+
+def _further_targets(cursor: Cursor) -> tuple[Name, ...]:
+    """The tables of the INSERTs after the first of a Hive multi-insert."""
+    found: list[Name] = []
+    while not cursor.done():
+        try:
+            cursor.expression("a query", stops=("INSERT INTO|OVERWRITE",))
+        except StatementSyntaxError:
+            return tuple(found)
+        if not cursor.accept("INSERT", "INTO|OVERWRITE"):
+            return tuple(found)
+        cursor.accept("TABLE")
+        found.append(cursor.name("a table name"))
+    return tuple(found)
 
 
 def _insert_clause(cursor: Cursor) -> str:

@@ -166,6 +166,9 @@ class InsertInto(Request):
     """Why this write cannot go into a temp table (only said when ``name`` is one)."""
     ignore: bool = False
     """``saveAsTable(mode="ignore")``: nothing happens to an existing table."""
+    others: tuple[Name, ...] = ()
+    """The further tables of a Hive multi-insert (``FROM src INSERT INTO a ... INSERT INTO
+    b ...``)."""
 
 
 @dataclass(frozen=True)

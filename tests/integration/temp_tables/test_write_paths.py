@@ -163,3 +163,21 @@ def test_an_insert_led_by_with_into_a_checked_table_is_refused(spark: SparkSessi
     assert _rows(spark, "c") == [(1, "a")]
     spark.sql("INSERT INTO c WITH s AS (SELECT 2 AS id, 'x' AS s) SELECT * FROM s")
     assert _rows(spark, "c") == [(1, "a"), (2, "x")]
+
+
+def test_queries_led_by_with_or_from_reach_spark_and_a_multi_insert_into_a_temp_table_is_refused(
+    spark: SparkSession,
+) -> None:
+    """A CTE or a table named ``insert`` is a query's, not an INSERT; a Hive multi-insert
+    naming a temp table among its targets is refused, its first target or not."""
+    spark.sql("CREATE TEMPORARY TABLE t (id BIGINT, s STRING) USING parquet")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW other AS SELECT 1 AS id, 'o' AS s")
+    assert spark.sql("WITH insert AS (SELECT 1 AS a) SELECT * FROM insert").collect()[0].a == 1
+    assert spark.sql("FROM other SELECT 'insert' AS w").collect()[0].w == "insert"
+    for statement in (
+        "FROM other INSERT INTO t SELECT id, s INSERT INTO t SELECT id + 1, s",
+        "FROM other INSERT INTO other SELECT id, s INSERT INTO t SELECT id, s",
+    ):
+        with pytest.raises(PySparkException, match=r"several target tables cannot write into"):
+            spark.sql(statement).collect()
+    assert _rows(spark) == []
