@@ -54,7 +54,7 @@ from connect_plugin.server.scans.scan_counts import push_row_counts
 from connect_plugin.server.scans.scan_pruning import push_file_filters
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry
-from connect_plugin.server.statements.cached_scans import CachedScans
+from connect_plugin.server.statements.cached_scans import CachedScans, scan_key
 from connect_plugin.server.statements.handlers import Call, Handler, Outcome
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.transport.requests import Name, ScanFiles
@@ -120,9 +120,28 @@ class Scans:
         options = ScanOptions.from_message(message)
         file_filter = _file_filter(message.file_filter)
         spec, stamp = await self._spec(upstream, session, options, file_filter)
+        if stamp:
+            stamp = self._kept_stamp(session, message, stamp)
         return await self._source(
             upstream, session, spec, count_rows=message.count_rows, files_stamp=stamp
         )
+
+    def _kept_stamp(self, context: SessionContext, message: proto.Scan, stamp: str) -> str:
+        """The files stamp a scan of a temp table carries: its table's, except for a scan
+        that a plan the session persisted holds, which keeps the stamp it was persisted
+        with, so that Spark still finds that plan's cache (as a cached read of files keeps
+        the rows it read) and ``unpersist`` releases it."""
+        found = self._registry.find(context.user_id, context.session_id)
+        if found is None:
+            return stamp
+        key = scan_key(message)
+        kept = found.scan_stamps
+        if key in found.cached_scans and key in kept:
+            return kept[key]
+        for old in [k for k in kept if k not in found.cached_scans]:
+            del kept[old]
+        kept[key] = stamp
+        return stamp
 
     async def options_read(self, session: SessionContext, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""

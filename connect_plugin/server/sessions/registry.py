@@ -148,6 +148,9 @@ class Session:
     """Held while the scan data source is registered, so that it is registered once."""
     cached_scans: collections.Counter[bytes] = field(default_factory=collections.Counter)
     """Scans in plans the client persisted, which rewrites leave whole (``cached_scans``)."""
+    scan_stamps: dict[bytes, str] = field(default_factory=dict)
+    """The files stamp each scan of a temp table was last read with, kept for the scans of
+    ``cached_scans`` (``Scans.read``)."""
     answered: collections.deque[bytes] = field(
         default_factory=lambda: collections.deque(maxlen=ANSWERS_KEPT)
     )

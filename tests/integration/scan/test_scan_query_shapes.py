@@ -294,6 +294,23 @@ def test_a_held_scan_of_a_temp_table_sees_its_inserts_as_a_held_table_read_does(
         assert df.where("id > 1").count() == 2
 
 
+def test_a_cached_scan_of_a_temp_table_keeps_its_rows_until_unpersisted(
+    spark: SparkSession,
+) -> None:
+    """A cached scan keeps the rows it read, as a cached read of files does, and its
+    ``unpersist()`` finds the cache it made (before an INSERT changed the table's files)."""
+    spark.sql("CREATE TEMPORARY TABLE kept (id INT) USING json")
+    spark.sql("INSERT INTO kept VALUES (1), (2)")
+    df = connect_plugin.scan(spark, table="kept").cache()
+    assert df.count() == 2
+    spark.sql("INSERT INTO kept VALUES (3)")
+    assert df.count() == 2
+    assert len(df.collect()) == 2
+    df.unpersist()
+    assert df.count() == 3
+    assert sorted(r.id for r in df.collect()) == [1, 2, 3]
+
+
 def test_the_readme_reproduction_shows_sparks_stale_reader(direct: SparkSession) -> None:
     """What docs/compatibility.md says of Spark's pushdown, on plain Spark: why the scan takes no filters."""
     blocks = re.findall(r"```python\n(.*?)```", COMPATIBILITY_DOC.read_text(), re.S)
