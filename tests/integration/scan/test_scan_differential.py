@@ -116,6 +116,19 @@ def _hive_json(months: int, rows: int) -> tuple[DataFile, ...]:
     )
 
 
+def _two_folders() -> DataSet:
+    """json lines in folders a (ids 1, 2) and b (id 3)."""
+    return DataSet(
+        "json",
+        "lines",
+        "dirs",
+        (
+            DataFile(("a",), "part0", ("id",), ((1,), (2,))),
+            DataFile(("b",), "part1", ("id",), ((3,),)),
+        ),
+    )
+
+
 FINDS: dict[str, tuple[str, Case]] = {
     "a hive filter sticks to the next groupBy (issue 23)": (
         "frame",
@@ -134,15 +147,7 @@ FINDS: dict[str, tuple[str, Case]] = {
     "a dir0 filter sticks to the next rows (issue 23)": (
         "frame",
         Case(
-            DataSet(
-                "json",
-                "lines",
-                "dirs",
-                (
-                    DataFile(("a",), "part0", ("id",), ((1,), (2,))),
-                    DataFile(("b",), "part1", ("id",), ((3,),)),
-                ),
-            ),
+            _two_folders(),
             (Rows((Pred("dir0", "=", "a"),)), Rows()),
         ),
     ),
@@ -283,15 +288,7 @@ FINDS: dict[str, tuple[str, Case]] = {
     "NOT over a dir0 test AND a data test prunes the folder it names (review)": (
         "frame",
         Case(
-            DataSet(
-                "json",
-                "lines",
-                "dirs",
-                (
-                    DataFile(("a",), "part0", ("id",), ((1,), (2,))),
-                    DataFile(("b",), "part1", ("id",), ((3,),)),
-                ),
-            ),
+            _two_folders(),
             (Rows((Both(Pred("dir0", "=", "a"), Pred("id", "=", 1)),)),),
         ),
     ),
