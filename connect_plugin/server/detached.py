@@ -6,24 +6,31 @@ it on ``ReattachExecute``. The gateway does the same for the statements it
 runs and answers itself (CTTAS, the row changes, the INSERTs it checks or
 rewrites, DROP, SHOW TEMPORARY TABLES): their work goes on for
 ``detached_timeout_s`` after the last stream following it ended, and a
-``ReattachExecute`` of the operation follows its progress and gets its answer. Not followed again by then, the work is
-cancelled, which stops its write and undoes it, as for a client that went
+``ReattachExecute`` of the operation follows its progress and gets its
+answer. Not followed again by then, the work is cancelled, which stops its write and undoes it, as for a client that went
 away. Any other work ends with the stream that follows it.
 
 A statement Spark runs, with a follow-up of the gateway's once it succeeded
 (an INSERT's files made private and its table's rows counted again), is
 Spark's to keep: when the client's stream ends before it, the follow-up
 waits (``FollowUps``) for the stream that reattaches to it and sees it end.
+
+An answer the gateway gave itself is kept until the client releases it
+(``Answers``), as Spark keeps an operation's responses: a stream that ended
+within it is followed by one that reattaches and gets the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
+
+from pyspark.sql.connect import proto as spark_proto
 
 T = TypeVar("T")
 P = TypeVar("P")
+V = TypeVar("V")
 
 Key = tuple[str, str, str]
 """(user id, session id, operation id) of a client's operation."""
@@ -167,23 +174,26 @@ def _taken(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-class FollowUps:
-    """Follow-ups of Spark's operations whose client stream ended before the operation did,
-    by ``Key``, for ``keep_s``: the stream that reattaches to the operation takes its
-    follow-up (``take``), and runs it once the operation succeeded."""
+class Kept(Generic[V]):
+    """Values by ``Key`` for ``keep_s`` after they were held, or until taken or dropped: a
+    stream that reattaches to an operation finds what an earlier stream left for it."""
 
     def __init__(self, keep_s: float) -> None:
         self.keep_s = keep_s
-        self._held: dict[Key, tuple[Callable[[], Awaitable[None]], asyncio.TimerHandle]] = {}
+        self._held: dict[Key, tuple[V, asyncio.TimerHandle]] = {}
 
-    def hold(self, key: Key, follow_up: Callable[[], Awaitable[None]]) -> None:
+    def hold(self, key: Key, value: V) -> None:
         if self.keep_s <= 0:
             return
         self.drop(key)
         expiry = asyncio.get_running_loop().call_later(self.keep_s, self._held.pop, key, None)
-        self._held[key] = (follow_up, expiry)
+        self._held[key] = (value, expiry)
 
-    def take(self, key: Key) -> Callable[[], Awaitable[None]] | None:
+    def find(self, key: Key) -> V | None:
+        held = self._held.get(key)
+        return None if held is None else held[0]
+
+    def take(self, key: Key) -> V | None:
         held = self._held.pop(key, None)
         if held is None:
             return None
@@ -195,3 +205,50 @@ class FollowUps:
 
     def __len__(self) -> int:
         return len(self._held)
+
+
+FollowUp = Callable[[], Awaitable[None]]
+
+
+class FollowUps(Kept[FollowUp]):
+    """Follow-ups of Spark's operations whose client stream ended before the operation did:
+    the stream that reattaches to the operation takes its follow-up, and runs it once the
+    operation succeeded."""
+
+
+class Answer:
+    """The responses with which the gateway answered an operation itself, kept until the
+    client releases them (``Answers``), as Spark keeps an operation's responses: a stream
+    that ended within them is followed by one that reattaches and gets the rest.
+    ``finish`` runs once, on whichever stream reaches the last response first."""
+
+    def __init__(
+        self, responses: Sequence[spark_proto.ExecutePlanResponse], finish: FollowUp | None
+    ) -> None:
+        self.responses = tuple(responses)
+        self.finish = None if finish is None else _once(finish)
+
+    def after(self, last_response_id: str) -> tuple[spark_proto.ExecutePlanResponse, ...]:
+        """The responses after ``last_response_id`` (all of them for an id not among them;
+        the last one again for the last one's id)."""
+        ids = [r.response_id for r in self.responses]
+        if last_response_id not in ids:
+            return self.responses
+        return self.responses[ids.index(last_response_id) + 1 :] or self.responses[-1:]
+
+
+class Answers(Kept[Answer]):
+    """The gateway's own answers by operation, until a ``ReleaseExecute`` of all of an
+    operation's responses or ``keep_s``."""
+
+
+def _once(finish: FollowUp) -> FollowUp:
+    done = False
+
+    async def once() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            await finish()
+
+    return once

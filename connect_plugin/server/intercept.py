@@ -45,7 +45,7 @@ from connect_plugin.errors import (
     ConnectPluginError,
     NotSupportedYet,
 )
-from connect_plugin.server.detached import Detached, FollowUps, Key, Running
+from connect_plugin.server.detached import Answer, Answers, Detached, FollowUps, Key, Running
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
@@ -112,6 +112,7 @@ class PluginHandlers:
         self._guard = ConfigGuard(config.workspace)
         self.detached = Detached(config.detached_timeout_s)
         self.follow_ups = FollowUps(config.detached_timeout_s)
+        self.answers = Answers(config.detached_timeout_s)
 
     def _has_tables(self, user_id: str, session_id: str) -> bool:
         session = self._sessions.find(user_id, session_id)
@@ -167,6 +168,7 @@ class PluginHandlers:
     ) -> Interception | None:
         read_back = self._read_back(request)
         if read_back:
+            self._keep(request, Answer(read_back, None))
             return Interception(answered=read_back)
         cached = self._cached_scans(request)
         if cached and clears_cache(request.plan):
@@ -269,7 +271,9 @@ class PluginHandlers:
             handling.failed = audit.failed if stopped is None else _both(audit.failed, stopped)
             result = answered()
             if result is not None:
-                handling.answered = self._command_answer(request, result)
+                answer = Answer(self._command_answer(request, result), finish)
+                self._keep(request, answer)
+                handling.answered, handling.finish = answer.responses, answer.finish
             elif finish is not None and _reattachable(request):
                 handling.unfinished = lambda: self.follow_ups.hold(_key(request), finish)
 
@@ -285,6 +289,11 @@ class PluginHandlers:
             handling.request = request
 
         return Interception(prepare=prepare)
+
+    def _keep(self, request: spark_proto.ExecutePlanRequest, answer: Answer) -> None:
+        """Keep the gateway's ``answer`` for a stream that reattaches to ``request``."""
+        if answer.responses and _reattachable(request):
+            self.answers.hold(_key(request), answer)
 
     async def _follow(
         self,
@@ -407,6 +416,7 @@ class PluginHandlers:
             running.end()
         if request.HasField("release_all"):
             self.follow_ups.drop(_key(request))
+            self.answers.drop(_key(request))
         if not request.release_until.response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
             return None
         session = self._sessions.find(request.user_context.user_id, request.session_id)
@@ -439,6 +449,11 @@ class PluginHandlers:
                     handling.request = request
 
             return Interception(prepare=resume)
+        answer = self.answers.find(_key(request))
+        if answer is not None:
+            return Interception(
+                answered=answer.after(request.last_response_id), finish=answer.finish
+            )
         watch = None if self._scan_rows is None else self._scan_rows.reattached(request)
         follow_up = self.follow_ups.take(_key(request))
         again = None if follow_up is None else partial(self.follow_ups.hold, _key(request), follow_up)

@@ -148,3 +148,44 @@ def test_inserts_the_gateway_runs_outlive_the_clients_deadline(
         assert spark.table("run_inserts").count() == expected[what], what
     assert gateway.detached is not None
     assert len(gateway.detached) == 0
+
+
+def test_a_stream_cut_within_the_gateways_answer_gets_the_rest_on_reattach(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    """Spark keeps an operation's responses until the client releases them; so does the
+    gateway with an answer it gave itself, for a client whose stream ended within it."""
+    request = spark_proto.ExecutePlanRequest(
+        session_id=spark.client._session_id,  # type: ignore[attr-defined]
+        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
+        operation_id=str(uuid.uuid4()),
+    )
+    request.plan.command.sql_command.input.sql.query = "CREATE TEMPORARY TABLE cut AS SELECT 1 AS a"
+    request.request_options.add().reattach_options.reattachable = True
+    with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
+        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+
+        def reattached(last_response_id: str | None) -> list[str]:
+            reattach = spark_proto.ReattachExecuteRequest(
+                session_id=request.session_id,
+                user_context=request.user_context,
+                operation_id=request.operation_id,
+                last_response_id=last_response_id,
+            )
+            return [r.WhichOneof("response_type") for r in stub.ReattachExecute(reattach)]
+
+        stream = stub.ExecutePlan(request)
+        answer = next(r for r in stream if r.HasField("sql_command_result"))
+        stream.cancel()
+        assert reattached(answer.response_id) == ["result_complete"]
+        assert reattached(None) == ["sql_command_result", "result_complete"]
+        release = spark_proto.ReleaseExecuteRequest(
+            session_id=request.session_id,
+            user_context=request.user_context,
+            operation_id=request.operation_id,
+        )
+        release.release_all.SetInParent()
+        stub.ReleaseExecute(release)
+        with pytest.raises(grpc.RpcError, match="OPERATION_NOT_FOUND"):
+            reattached(None)
+    assert [tuple(r) for r in spark.table("cut").collect()] == [(1,)]

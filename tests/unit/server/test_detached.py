@@ -7,8 +7,9 @@ import contextlib
 from collections.abc import Callable
 
 import pytest
+from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.server.detached import Detached, FollowUps, Running
+from connect_plugin.server.detached import Answer, Answers, Detached, FollowUps, Running
 
 KEY = ("user", "session", "operation")
 
@@ -216,5 +217,47 @@ def test_a_release_drops_a_held_follow_up() -> None:
         follow_ups.drop(KEY)
         assert follow_ups.take(KEY) is None
         assert len(follow_ups) == 1
+
+    asyncio.run(scenario())
+
+
+def _responses(*ids: str) -> list[spark_proto.ExecutePlanResponse]:
+    return [spark_proto.ExecutePlanResponse(response_id=i) for i in ids]
+
+
+@pytest.mark.parametrize(
+    ("last", "rest"),
+    [
+        ("result", ["complete"]),
+        ("complete", ["complete"]),
+        ("progress", ["result", "complete"]),
+        ("", ["result", "complete"]),
+    ],
+)
+def test_a_kept_answer_gives_what_follows_the_last_response_seen(last: str, rest: list[str]) -> None:
+    answer = Answer(_responses("result", "complete"), None)
+    assert [r.response_id for r in answer.after(last)] == rest
+
+
+def test_a_kept_answers_finish_runs_once_whichever_stream_reaches_it() -> None:
+    async def scenario() -> None:
+        ran: list[str] = []
+
+        async def finish() -> None:
+            ran.append("finished")
+
+        answers = Answers(5.0)
+        answers.hold(KEY, Answer(_responses("result", "complete"), finish))
+        kept = answers.find(KEY)
+        assert kept is not None
+        assert kept.finish is not None
+        await kept.finish()
+        again = answers.find(KEY)
+        assert again is kept
+        assert again.finish is not None
+        await again.finish()
+        assert ran == ["finished"]
+        answers.drop(KEY)
+        assert answers.find(KEY) is None
 
     asyncio.run(scenario())
