@@ -4,8 +4,10 @@ Each sequence (``dml_sequences``) creates a declared table in a random
 format, fills it, and runs INSERT, INSERT OVERWRITE, DELETE, UPDATE, MERGE
 INTO, TRUNCATE, CREATE OR REPLACE and DataFrame writes through the gateway
 and on DuckDB in-process; after every statement the answers (rows changed)
-and the tables, row for row, must agree, and SHOW TEMPORARY TABLES must count
-the rows. A statement that must fail (a row
+and the tables, row for row, must agree, read afresh and through DataFrames
+made before the first statement and kept (``spark.table``, and ``scan`` of
+parquet and json tables), and
+SHOW TEMPORARY TABLES must count the rows. A statement that must fail (a row
 that raises, a MERGE matching a row twice) must fail through the gateway
 and leave the table exactly as it was, with one folder. The run is bounded
 by ``--dml-seconds`` (20 by default); what it ever found is kept in
@@ -24,6 +26,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import connect_plugin
 from connect_plugin.server.tables.overwrites import PARTITION_OVERWRITE_MODE
 from tests.integration.support import table_folders
 from tests.integration.temp_tables.dml_sequences import (
@@ -37,6 +40,9 @@ from tests.integration.temp_tables.dml_sequences import (
 
 DEFAULT_SECONDS = 20.0
 EXAMPLES = 3
+SCANNED_FORMATS = ("parquet", "json")
+"""Formats whose tables are also read through a kept ``scan`` (it reads no orc, and csv
+fields as text)."""
 """Sequences per hypothesis run; runs repeat until the test's seconds are spent."""
 
 FINDS: tuple[Sequence, ...] = (
@@ -102,9 +108,8 @@ def dml_seconds(config: pytest.Config) -> float:
     return DEFAULT_SECONDS if seconds is None else seconds
 
 
-def _rows(spark: SparkSession) -> list[tuple[object, ...]]:
-    read = spark.table("t").select(*NAMES)
-    return sorted((tuple(r) for r in read.collect()), key=repr)
+def _rows(read: DataFrame) -> list[tuple[object, ...]]:
+    return sorted((tuple(r) for r in read.select(*NAMES).collect()), key=repr)
 
 
 def _duck_rows(duck: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
@@ -156,12 +161,16 @@ class Differential:
         self.sequences = 0
         self.statements = 0
         self.refused = 0
+        self.held: dict[str, DataFrame] = {}
 
     def run(self, sequence: Sequence) -> None:
         spark = self.spark
         spark.sql("DROP TABLE IF EXISTS t")
         spark.conf.set(PARTITION_OVERWRITE_MODE, "dynamic" if sequence.dynamic else "static")
         spark.sql(sequence.create())
+        self.held = {"spark.table": spark.table("t")}
+        if sequence.fmt in SCANNED_FORMATS:
+            self.held["scan"] = connect_plugin.scan(spark, table="t")
         with duckdb.connect() as duck:
             duck.sql(f"CREATE TEMPORARY TABLE t ({COLUMNS})")
             if sequence.rows:
@@ -185,21 +194,28 @@ class Differential:
             self.refused += 1
             with pytest.raises(PySparkException):
                 _run(spark, statement)
-            assert _rows(spark) == before, where
+            self._agree(before, where)
             assert table_folders(self.workspace, spark) == folders, where
             return
         if statement.duckdb is None:
             _run(spark, statement)
-            assert _rows(spark) == before, where
+            self._agree(before, where)
             assert len(table_folders(self.workspace, spark)) == 1, where
             return
         answer = _run(spark, statement)
         expected = duck.execute(statement.duckdb).fetchall()
         if statement.counts:
             assert answer[0][0] == expected[0][0], where
-        assert _rows(spark) == _duck_rows(duck), where
+        self._agree(_duck_rows(duck), where)
         assert _listed(spark) == len(_duck_rows(duck)), where
         assert len(table_folders(self.workspace, spark)) == 1, where
+
+    def _agree(self, rows: list[tuple[object, ...]], where: str) -> None:
+        """The table read afresh, and through each DataFrame kept since its creation, holds
+        ``rows``."""
+        assert _rows(self.spark.table("t")) == rows, where
+        for kept, read in self.held.items():
+            assert _rows(read) == rows, f"{where}, read through a kept {kept}"
 
 
 @pytest.fixture
