@@ -24,6 +24,13 @@ TEST_SPARK_CONF = {
 }
 
 
+def pause(ms: int) -> str:
+    """A SQL condition that is true ``ms`` milliseconds after it is asked for each row: a
+    statement as long as a test needs, that leaves the machine's cores to other work (Java's
+    ``Thread.sleep`` through ``reflect``, which answers the string ``null``)."""
+    return f"reflect('java.lang.Thread', 'sleep', CAST({ms} AS BIGINT)) IS NOT NULL"
+
+
 @dataclass(frozen=True)
 class Upstream:
     address: str

@@ -25,12 +25,17 @@ from pyspark.sql.connect.client.core import RpcDeadlines
 from pyspark.sql.connect.proto import base_pb2_grpc
 
 from connect_plugin.server.gateway import Gateway
+from tests.integration.support import pause
 
 DEADLINE_S = 1.0
-ROWS = 3_000_000
-"""Rows whose CTTAS and UPDATE each take well over ``DEADLINE_S``."""
+ROWS = 60
+PAUSE = pause(50)
+"""Each of the two tasks that write or change
+``ROWS`` rows takes 1.5 s or more, over ``DEADLINE_S``, while the machine does other work."""
 RELEASE_TIMEOUT_S = 30.0
-LONG_ROWS = f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({ROWS})"
+LONG_ROWS = (
+    f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range(0, {ROWS}, 1, 2) WHERE {PAUSE}"
+)
 
 
 def _short_deadlines(spark: SparkSession) -> None:
@@ -59,7 +64,7 @@ def test_a_write_longer_than_the_clients_deadline_ends_on_a_reattached_stream(
     created = spark.sql(f"CREATE TEMPORARY TABLE long_write AS {LONG_ROWS}").collect()
     took = time.monotonic() - began
     assert [tuple(r) for r in created] == [("long_write", ROWS)]
-    updated = spark.sql("UPDATE long_write SET h = upper(h) WHERE id % 3 = 0").collect()
+    updated = spark.sql(f"UPDATE long_write SET h = upper(h) WHERE {PAUSE} AND id % 3 = 0").collect()
     assert [tuple(r) for r in updated] == [(ROWS // 3,)]
     assert took > DEADLINE_S, "the CTTAS ended within the deadline; make ROWS larger"
     assert gateway.calls("ReattachExecute") - before >= 2
