@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import pickle
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from tests.integration.temp_tables.dml_sequences import DML_RUNS
 from tests.integration.temp_tables.roundtrip_check import STATS as ROUND_TRIP_STATS
 from tests.integration.temp_tables.roundtrip_check import summary as round_trip_summary
 from tests.object_store import ObjectStore, running_object_store
-from tests.parallel import ByFileAndFolder
+from tests.parallel import DURATIONS, ByFileAndFolder, recorded_durations, unit_of
 from tests.scan_differential import budget
 from tests.unit.fuzz.harness import STATS as FUZZ_STATS
 from tests.unit.fuzz.harness import summary
@@ -26,6 +27,9 @@ from tests.unit.fuzz.harness import summary
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 CLASS_ARCHIVE_ENV = f"{ENV_PREFIX}CLASS_ARCHIVE"
 SUMMARY_STATS = "connect_plugin_summary_stats"
+UNIT_SECONDS: dict[str, float] = {}
+"""Test seconds per unit of work of this run (a parallel run's controller hears of every
+test), for ``--record-durations``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,6 +70,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Seconds of random statement sequences (INSERT, UPDATE, DELETE, MERGE, TRUNCATE) "
         "compared with DuckDB (default 20)",
     )
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help=f"Write the seconds each test file took to {DURATIONS.name}, from which the "
+        "two workers take the longest files first",
+    )
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    unit = unit_of(report.nodeid)
+    UNIT_SECONDS[unit] = UNIT_SECONDS.get(unit, 0.0) + report.duration
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -106,6 +121,12 @@ with ``INSTALL_REPORT`` and ``TIMINGS``."""
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     output = getattr(session.config, "workeroutput", None)
+    if output is None and session.config.getoption("record_durations"):
+        recorded = recorded_durations()
+        recorded.update(
+            {unit: round(seconds, 1) for unit, seconds in UNIT_SECONDS.items()}
+        )
+        DURATIONS.write_text(json.dumps(dict(sorted(recorded.items())), indent=1) + "\n")
     if output is not None:
         carried = ([session.config.stash.get(key, []) for key in _CARRIED], INSTALL_REPORT, TIMINGS)
         output[SUMMARY_STATS] = base64.b64encode(pickle.dumps(carried)).decode()

@@ -5,19 +5,61 @@ gateway, its own session fixtures. Tests go to a worker one file at a time,
 so a file's module fixtures are set up once; the install tests go to one
 worker together, since the environments they build (the wheel, the thin
 client, the 4.0.0 server) are session fixtures their files share.
+
+Files go out longest first, by the seconds each took in a recent run
+(``DURATIONS``, written by ``--record-durations``), so that the short ones
+fill in at the end instead of one worker running a long file alone. A file
+not in it is placed by its number of tests.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 from xdist.scheduler import LoadFileScheduling
 
 SHARED_SESSION_FIXTURES = ("tests/integration/installs/",)
 """Folders whose test files all run on one worker."""
+DURATIONS = Path(__file__).with_name("durations.json")
+"""Seconds of test time per unit of work (file, or folder of ``SHARED_SESSION_FIXTURES``)."""
+UNKNOWN_S_PER_TEST = 1.0
+"""The estimate for each test of a file not in ``DURATIONS``."""
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or its folder of
+    ``SHARED_SESSION_FIXTURES``."""
+    scope = nodeid.split("::", 1)[0]
+    return next((f for f in SHARED_SESSION_FIXTURES if scope.startswith(f)), scope)
+
+
+def recorded_durations() -> dict[str, float]:
+    if not DURATIONS.exists():
+        return {}
+    return {str(k): float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
 
 
 class ByFileAndFolder(LoadFileScheduling):
-    """``--dist loadfile``, with each folder of ``SHARED_SESSION_FIXTURES`` one unit."""
+    """``--dist loadfile``, with each folder of ``SHARED_SESSION_FIXTURES`` one unit, and
+    the units sent out longest first."""
+
+    def __init__(self, config: Any, log: Any = None) -> None:
+        super().__init__(config, log)
+        self._durations = recorded_durations()
+        self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
-        scope = super()._split_scope(nodeid)
-        return next((f for f in SHARED_SESSION_FIXTURES if scope.startswith(f)), scope)
+        return unit_of(nodeid)
+
+    def _assign_work_unit(self, node: Any) -> None:
+        if not self._ordered:
+            self._ordered = True
+            units = sorted(self.workqueue.items(), key=lambda unit: -self._estimate(*unit))
+            self.workqueue.clear()
+            self.workqueue.update(units)
+        super()._assign_work_unit(node)
+
+    def _estimate(self, unit: str, tests: dict[str, bool]) -> float:
+        return self._durations.get(unit, UNKNOWN_S_PER_TEST * len(tests))
