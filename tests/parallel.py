@@ -56,10 +56,14 @@ class ByFileAndFolder(LoadFileScheduling):
     def _assign_work_unit(self, node: Any) -> None:
         if not self._ordered:
             self._ordered = True
-            units = sorted(self.workqueue.items(), key=lambda unit: -self._estimate(*unit))
+            units = dict(self.workqueue)
             self.workqueue.clear()
-            self.workqueue.update(units)
+            for unit in longest_first({u: len(tests) for u, tests in units.items()}, self._durations):
+                self.workqueue[unit] = units[unit]
         super()._assign_work_unit(node)
 
-    def _estimate(self, unit: str, tests: dict[str, bool]) -> float:
-        return self._durations.get(unit, UNKNOWN_S_PER_TEST * len(tests))
+
+def longest_first(tests: dict[str, int], durations: dict[str, float]) -> list[str]:
+    """Units (by their number of tests) in the order they go out: the longest first, by
+    ``durations``, else by ``UNKNOWN_S_PER_TEST`` a test."""
+    return sorted(tests, key=lambda unit: -durations.get(unit, UNKNOWN_S_PER_TEST * tests[unit]))

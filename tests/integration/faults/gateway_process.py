@@ -19,6 +19,7 @@ from pathlib import Path
 
 from connect_plugin.server.embedded import free_port
 from connect_plugin.server.sessions.workspace import PRIVATE_DIR, REGISTRY_FILE
+from tests.integration.support import pause
 
 READY_PREFIX = "connect-plugin gateway ready at "
 DETACHED_TIMEOUT_S = 2.0
@@ -126,8 +127,20 @@ class GatewayProcess:
             db.execute(query, args)
 
 
-BIG_ROWS = 4_000_000
-"""Rows of a table whose write lasts long enough to kill the gateway in its middle."""
+BIG_ROWS = 400
+BIG_PAUSE = pause(15)
+"""Each of the two tasks that write or change ``BIG_ROWS`` rows on this condition takes 3 s
+or more: long enough to kill the gateway or the client in its middle, with the cores left
+to other work."""
+BIG_TABLE = (
+    "CREATE TEMPORARY TABLE big AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
+    f"FROM range(0, {BIG_ROWS}, 1, 2)"
+)
+"""A big table, made at once."""
+BIG_CTTAS = f"{BIG_TABLE} WHERE {BIG_PAUSE}"
+"""A big table, made slowly."""
+BIG_UPDATE = f"UPDATE big SET h = upper(h) WHERE {BIG_PAUSE}"
+"""A change of every row of the big table, made slowly."""
 WRITE_START_TIMEOUT_S = 120.0
 CLIENT_RECOVERY_TIMEOUT_S = 240.0
 

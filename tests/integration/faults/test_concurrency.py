@@ -24,7 +24,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from tests.integration.faults.gateway_process import (
+    BIG_CTTAS,
     BIG_ROWS,
+    BIG_TABLE,
+    BIG_UPDATE,
     WRITE_START_TIMEOUT_S,
     GatewayProcess,
     wait_until,
@@ -52,11 +55,7 @@ def _sessions_without_a_quota(monkeypatch: pytest.MonkeyPatch) -> None:
     holding temp tables, so this module's gateways lift it."""
     monkeypatch.setenv("CONNECT_PLUGIN_QUOTA_SESSIONS_PER_USER", "0")
 
-BIG_CTTAS = (
-    "CREATE TEMPORARY TABLE big AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
-    f"FROM range({BIG_ROWS})"
-)
-BIG_WRITES = {"cttas": BIG_CTTAS, "update": "UPDATE big SET h = upper(h)"}
+BIG_WRITES = {"cttas": BIG_CTTAS, "update": BIG_UPDATE}
 """Statements that write a big table's files: a new table, and a rewrite of one."""
 
 
@@ -182,7 +181,7 @@ def test_release_while_a_table_is_written_leaves_nothing(
     other.sql("CREATE TEMPORARY TABLE big AS SELECT id FROM range(3)")
     spark.sql("CREATE TEMPORARY TABLE small AS SELECT id FROM range(10)")
     if statement == "update":
-        spark.sql(BIG_CTTAS)
+        spark.sql(BIG_TABLE)
     session_id = spark.client._session_id
     outcome: dict[str, object] = {}
 
@@ -199,7 +198,7 @@ def test_release_while_a_table_is_written_leaves_nothing(
     spark.stop()
     worker.join(CLEANUP_TIMEOUT_S)
     assert not worker.is_alive()
-    assert "error" in outcome, "the write ended before the release; make BIG_ROWS larger"
+    assert "error" in outcome, "the write ended before the release; make BIG_PAUSE longer"
     folder = gateway.workspace / session_id
     wait_until(lambda: not folder.exists(), CLEANUP_TIMEOUT_S, "the session folder to go")
     print(f"release during {statement}: cleaned up in {time.monotonic() - began:.2f} s")
@@ -226,7 +225,7 @@ def test_client_vanishing_mid_write_stops_the_write(
     spark.sql("CREATE TEMPORARY TABLE small AS SELECT id FROM range(10)")
     kept = {"small": 10}
     if statement == "update":
-        spark.sql(BIG_CTTAS)
+        spark.sql(BIG_TABLE)
         kept["big"] = BIG_ROWS
     session_id = spark.client._session_id
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}

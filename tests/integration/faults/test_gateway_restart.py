@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from tests.integration.faults.gateway_process import (
+    BIG_CTTAS,
     BIG_ROWS,
     WRITE_START_TIMEOUT_S,
     GatewayProcess,
@@ -76,10 +77,7 @@ def test_kill_during_cttas_leaves_the_table_absent_or_complete(
 
     def create_big() -> None:
         try:
-            outcome["rows"] = spark.sql(
-                "CREATE TEMPORARY TABLE big AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
-                f"FROM range({BIG_ROWS})"
-            ).collect()
+            outcome["rows"] = spark.sql(BIG_CTTAS).collect()
         except Exception as exc:
             outcome["error"] = exc
 
@@ -90,7 +88,7 @@ def test_kill_during_cttas_leaves_the_table_absent_or_complete(
     wait_until(lambda: writing(gateway), WRITE_START_TIMEOUT_S, "Spark to start writing the big table")
     time.sleep(0.2)
     gateway.kill()
-    assert worker.is_alive(), "the CTTAS ended before the kill; make BIG_ROWS larger"
+    assert worker.is_alive(), "the CTTAS ended before the kill; make BIG_PAUSE longer"
     assert gateway.rows("SELECT name, state FROM temp_tables WHERE name = 'big'") == [
         ("big", "creating")
     ]

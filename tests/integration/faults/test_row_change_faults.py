@@ -15,6 +15,8 @@ from pyspark.sql import SparkSession
 
 from tests.integration.faults.gateway_process import (
     BIG_ROWS,
+    BIG_TABLE,
+    BIG_UPDATE,
     WRITE_START_TIMEOUT_S,
     GatewayProcess,
     join_client,
@@ -29,15 +31,12 @@ def test_kill_during_an_update_leaves_the_old_table_or_the_new_one(
 ) -> None:
     gateway = gateway_process
     spark = open_session()
-    spark.sql(
-        "CREATE TEMPORARY TABLE big AS SELECT id, sha2(CAST(id AS STRING), 256) AS h "
-        f"FROM range({BIG_ROWS})"
-    )
+    spark.sql(BIG_TABLE)
     outcome: dict[str, object] = {}
 
     def update() -> None:
         try:
-            outcome["rows"] = spark.sql("UPDATE big SET h = upper(h)").collect()
+            outcome["rows"] = spark.sql(BIG_UPDATE).collect()
         except Exception as exc:
             outcome["error"] = exc
 
@@ -47,7 +46,7 @@ def test_kill_during_an_update_leaves_the_old_table_or_the_new_one(
     wait_until(lambda: writing(gateway), WRITE_START_TIMEOUT_S, "Spark to start writing")
     time.sleep(0.2)
     gateway.kill()
-    assert worker.is_alive(), "the UPDATE ended before the kill; make BIG_ROWS larger"
+    assert worker.is_alive(), "the UPDATE ended before the kill; make BIG_PAUSE longer"
     assert sorted(gateway.rows("SELECT state FROM temp_tables WHERE name = 'big'")) == [
         ("creating",),
         ("ready",),
