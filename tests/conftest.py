@@ -122,7 +122,8 @@ with ``INSTALL_REPORT`` and ``TIMINGS``."""
 def pytest_sessionfinish(session: pytest.Session) -> None:
     output = getattr(session.config, "workeroutput", None)
     if output is None and session.config.getoption("record_durations"):
-        recorded = recorded_durations()
+        root = Path(session.config.rootpath)
+        recorded = {u: s for u, s in recorded_durations().items() if (root / u).exists()}
         recorded.update(
             {unit: round(seconds, 1) for unit, seconds in UNIT_SECONDS.items()}
         )

@@ -16,7 +16,7 @@ Spark's to keep: when the client's stream ends before it, the follow-up
 waits (``FollowUps``) for the stream that reattaches to it and sees it end.
 
 An answer the gateway gave itself is kept until the client releases it
-(``Answers``), as Spark keeps an operation's responses: a stream that ended
+(``Answers``; for ``detached_timeout_s`` at most), as Spark keeps an operation's responses: a stream that ended
 within it is followed by one that reattaches and gets the rest.
 """
 

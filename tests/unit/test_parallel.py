@@ -23,7 +23,8 @@ def test_recorded_seconds_order_the_units_and_unknown_ones_count_their_tests() -
 
 
 def test_the_recorded_durations_name_units_of_the_suite() -> None:
-    """A unit renamed or removed since the record: ``./dev test --record-durations``."""
+    """A unit renamed or removed since the record: ``./dev test --record-durations`` drops
+    it."""
     recorded = recorded_durations()
     assert recorded
     assert [unit for unit in recorded if not (ROOT / unit).exists()] == []

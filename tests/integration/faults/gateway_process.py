@@ -128,8 +128,8 @@ class GatewayProcess:
 
 
 BIG_ROWS = 400
-BIG_PAUSE = pause(15)
-"""Each of the two tasks that write or change ``BIG_ROWS`` rows on this condition takes 3 s
+BIG_PAUSE = pause(25)
+"""Each of the two tasks that write or change ``BIG_ROWS`` rows on this condition takes 5 s
 or more: long enough to kill the gateway or the client in its middle, with the cores left
 to other work."""
 BIG_TABLE = (

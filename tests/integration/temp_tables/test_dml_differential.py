@@ -40,10 +40,10 @@ from tests.integration.temp_tables.dml_sequences import (
 
 DEFAULT_SECONDS = 20.0
 EXAMPLES = 3
+"""Sequences per hypothesis run; runs repeat until the test's seconds are spent."""
 SCANNED_FORMATS = ("parquet", "json")
 """Formats whose tables are also read through a kept ``scan`` (it reads no orc, and csv
 fields as text)."""
-"""Sequences per hypothesis run; runs repeat until the test's seconds are spent."""
 
 FINDS: tuple[Sequence, ...] = (
     Sequence(

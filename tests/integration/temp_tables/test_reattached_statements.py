@@ -29,9 +29,10 @@ from tests.integration.support import pause
 
 DEADLINE_S = 1.0
 ROWS = 60
-PAUSE = pause(50)
-"""Each of the two tasks that write or change
-``ROWS`` rows takes 1.5 s or more, over ``DEADLINE_S``, while the machine does other work."""
+PAUSE = pause(100)
+"""Each of the two tasks that write or change ``ROWS`` rows takes 3 s or more, well over
+``DEADLINE_S`` and over the time a release takes to reach the gateway, while the machine
+does other work."""
 RELEASE_TIMEOUT_S = 30.0
 LONG_ROWS = (
     f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range(0, {ROWS}, 1, 2) WHERE {PAUSE}"
