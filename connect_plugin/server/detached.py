@@ -7,8 +7,9 @@ runs and answers itself (CTTAS, the row changes, the INSERTs it checks or
 rewrites, DROP, SHOW TEMPORARY TABLES): their work goes on for
 ``detached_timeout_s`` after the last stream following it ended, and a
 ``ReattachExecute`` of the operation follows its progress and gets its
-answer. Not followed again by then, the work is cancelled, which stops its write and undoes it, as for a client that went
-away. Any other work ends with the stream that follows it.
+answer. Not followed again by then, the work is cancelled, which stops its
+write and undoes it, as for a client that went away. Any other work ends
+with the stream that follows it.
 
 A statement Spark runs, with a follow-up of the gateway's once it succeeded
 (an INSERT's files made private and its table's rows counted again), is
@@ -16,8 +17,9 @@ Spark's to keep: when the client's stream ends before it, the follow-up
 waits (``FollowUps``) for the stream that reattaches to it and sees it end.
 
 An answer the gateway gave itself is kept until the client releases it
-(``Answers``; for ``detached_timeout_s`` at most), as Spark keeps an operation's responses: a stream that ended
-within it is followed by one that reattaches and gets the rest.
+(``Answers``; for ``detached_timeout_s`` at most), as Spark keeps an
+operation's responses: a stream that ended within it is followed by one
+that reattaches and gets the rest.
 """
 
 from __future__ import annotations
