@@ -13,8 +13,10 @@ with the stream that follows it.
 
 A statement Spark runs, with a follow-up of the gateway's once it succeeded
 (an INSERT's files made private and its table's rows counted again), is
-Spark's to keep: when the client's stream ends before it, the follow-up
-waits (``FollowUps``) for the stream that reattaches to it and sees it end.
+Spark's to keep: the follow-up is held (``FollowUps``) from the moment the
+statement is forwarded, and run by whichever stream of it sees it end, the
+first or one that reattached; a reattach never races the end of the stream
+before it.
 
 An answer the gateway gave itself is kept until the client releases it
 (``Answers``; for ``detached_timeout_s`` at most), as Spark keeps an
@@ -176,31 +178,69 @@ def _taken(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+class _Held(Generic[V]):
+    def __init__(self, value: V, followers: int) -> None:
+        self.value = value
+        self.followers = followers
+        self.expiry: asyncio.TimerHandle | None = None
+
+
 class Kept(Generic[V]):
-    """Values by ``Key`` for ``keep_s`` after they were held, or until taken or dropped: a
-    stream that reattaches to an operation finds what an earlier stream left for it."""
+    """Values by ``Key``, until taken or dropped, or for ``keep_s`` after no stream follows
+    them: a stream that reattaches to an operation finds what an earlier stream left for
+    it. A value followed by a stream (``follow``, or held with ``followers``) does not
+    expire until every stream following it ended (``unfollow``)."""
 
     def __init__(self, keep_s: float) -> None:
         self.keep_s = keep_s
-        self._held: dict[Key, tuple[V, asyncio.TimerHandle]] = {}
+        self._held: dict[Key, _Held[V]] = {}
 
-    def hold(self, key: Key, value: V) -> None:
+    def hold(self, key: Key, value: V, followers: int = 0) -> None:
         if self.keep_s <= 0:
             return
         self.drop(key)
-        expiry = asyncio.get_running_loop().call_later(self.keep_s, self._held.pop, key, None)
-        self._held[key] = (value, expiry)
+        self._held[key] = _Held(value, followers)
+        if not followers:
+            self._expire_later(key)
+
+    def follow(self, key: Key) -> V | None:
+        """The value, followed by one more stream until it ``unfollow``s (or takes it)."""
+        held = self._held.get(key)
+        if held is None:
+            return None
+        held.followers += 1
+        if held.expiry is not None:
+            held.expiry.cancel()
+            held.expiry = None
+        return held.value
+
+    def unfollow(self, key: Key) -> None:
+        """A stream following the value ended without taking it; with no stream left, the
+        value goes in ``keep_s``."""
+        held = self._held.get(key)
+        if held is None:
+            return
+        held.followers = max(0, held.followers - 1)
+        if not held.followers:
+            self._expire_later(key)
+
+    def _expire_later(self, key: Key) -> None:
+        held = self._held[key]
+        if held.expiry is not None:
+            held.expiry.cancel()
+        held.expiry = asyncio.get_running_loop().call_later(self.keep_s, self._held.pop, key, None)
 
     def find(self, key: Key) -> V | None:
         held = self._held.get(key)
-        return None if held is None else held[0]
+        return None if held is None else held.value
 
     def take(self, key: Key) -> V | None:
         held = self._held.pop(key, None)
         if held is None:
             return None
-        held[1].cancel()
-        return held[0]
+        if held.expiry is not None:
+            held.expiry.cancel()
+        return held.value
 
     def drop(self, key: Key) -> None:
         self.take(key)
@@ -213,9 +253,15 @@ FollowUp = Callable[[], Awaitable[None]]
 
 
 class FollowUps(Kept[FollowUp]):
-    """Follow-ups of Spark's operations whose client stream ended before the operation did:
-    the stream that reattaches to the operation takes its follow-up, and runs it once the
-    operation succeeded."""
+    """Follow-ups of Spark's operations, held from the moment the operation is forwarded:
+    whichever stream of it, the first or one that reattached, sees the operation succeed
+    takes the follow-up and runs it (``run``), once; a stream that ends before the
+    operation did leaves it for the next."""
+
+    async def run(self, key: Key) -> None:
+        follow_up = self.take(key)
+        if follow_up is not None:
+            await follow_up()
 
 
 class Answer:

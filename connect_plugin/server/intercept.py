@@ -274,8 +274,12 @@ class PluginHandlers:
                 answer = Answer(self._command_answer(request, result), finish)
                 self._keep(request, answer)
                 handling.answered, handling.finish = answer.responses, answer.finish
-            elif finish is not None and _reattachable(request):
-                handling.unfinished = lambda: self.follow_ups.hold(_key(request), finish)
+            elif finish is not None and _reattachable(request) and self.follow_ups.keep_s > 0:
+                key = _key(request)
+                if self.follow_ups.follow(key) is None:
+                    self.follow_ups.hold(key, finish, followers=1)
+                handling.finish = partial(self.follow_ups.run, key)
+                handling.unfinished = partial(self.follow_ups.unfollow, key)
 
         async def unclaimed(outcomes: list[Outcome]) -> None:
             finish = audit.finished(_after_all(outcomes))
@@ -455,14 +459,17 @@ class PluginHandlers:
                 answered=answer.after(request.last_response_id), finish=answer.finish
             )
         watch = None if self._scan_rows is None else self._scan_rows.reattached(request)
-        follow_up = self.follow_ups.take(_key(request))
-        again = None if follow_up is None else partial(self.follow_ups.hold, _key(request), follow_up)
+        key = _key(request)
+        finish: Callable[[], Awaitable[None]] | None = None
+        again: Callable[[], None] | None = None
+        if self.follow_ups.follow(key) is not None:
+            finish, again = partial(self.follow_ups.run, key), partial(self.follow_ups.unfollow, key)
         if not request.last_response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
-            if watch is None and follow_up is None:
+            if watch is None and finish is None:
                 return None
-            return Interception(responses=watch, finish=follow_up, unfinished=again)
+            return Interception(responses=watch, finish=finish, unfinished=again)
         request.ClearField("last_response_id")
-        return Interception(request=request, responses=watch, finish=follow_up, unfinished=again)
+        return Interception(request=request, responses=watch, finish=finish, unfinished=again)
 
 
 ANSWERED = (CreateTempTable, DropTempTable, ListTempTables, ChangeRows, InsertInto)

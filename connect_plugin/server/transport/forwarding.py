@@ -421,7 +421,7 @@ class Forwarder:
                     yield final.SerializeToString()
                     return
             call = self._call(upstream, request, handling, context)
-            ended = False
+            finished = False
             try:
                 await self._send_initial_metadata(call, context)
                 read = call.read
@@ -445,22 +445,19 @@ class Forwarder:
                         yield response
                     response = await read()
                 await self._finish(call, context)
-                ended = True
-                if handling is not None and handling.unfinished is not None and not _completes(last):
-                    handling.unfinished()
-                else:
+                if handling is None or handling.unfinished is None or _completes(last):
+                    finished = True
                     await self._finish_interception(handling, name, message, context)
                 if last is not None:
                     yield last
             except grpc.aio.AioRpcError as error:
-                ended = True
                 self._failed(key, error)
                 _tell_failed(handling, error)
                 await relay(error, context, message)
             finally:
                 if not call.done():
                     call.cancel()
-                if not ended and handling is not None and handling.unfinished is not None:
+                if not finished and handling is not None and handling.unfinished is not None:
                     handling.unfinished()
 
         return forward

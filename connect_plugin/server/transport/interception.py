@@ -89,8 +89,8 @@ class Interception:
     responses: Callable[[bytes], None] | None = None
     unfinished: Callable[[], None] | None = None
     """(executions that may be reattached to) told instead of running ``finish`` when the
-    stream ends before the execution did (the client's stream ended, or Spark's ended
-    without ``ResultComplete``): the execution goes on upstream, and the stream that
+    stream ends before the execution did (the client's stream ended, Spark's ended without
+    ``ResultComplete``, or failed): the execution may go on upstream, and the stream that
     reattaches to it and sees it end is to run ``finish``."""
     answered: Sequence[Message] = ()
     """(streaming methods, set by ``prepare``) the responses that answer the call without

@@ -134,6 +134,54 @@ def test_an_insert_longer_than_the_clients_deadline_is_followed_up_on_its_reatta
     assert len(gateway.follow_ups) == 0
 
 
+def test_a_reattach_that_overtakes_the_end_of_the_first_stream_still_follows_the_insert_up(
+    spark: SparkSession, gateway: Gateway
+) -> None:
+    """The client reattaches while the gateway has not yet seen its first stream end (as a
+    client whose deadline passed does): the reattached stream that sees Spark's INSERT end
+    makes its files private and counts its rows."""
+    spark.sql("CREATE TEMPORARY TABLE overtaken (id BIGINT, h STRING)").collect()
+    request = spark_proto.ExecutePlanRequest(
+        session_id=spark.client._session_id,  # type: ignore[attr-defined]
+        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
+        operation_id=str(uuid.uuid4()),
+    )
+    slow = LONG_ROWS.replace(PAUSE, pause(200))
+    request.plan.command.sql_command.input.sql.query = f"INSERT INTO overtaken {slow}"
+    request.request_options.add().reattach_options.reattachable = True
+    reattach = spark_proto.ReattachExecuteRequest(
+        session_id=request.session_id,
+        user_context=request.user_context,
+        operation_id=request.operation_id,
+    )
+    with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
+        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+        first = stub.ExecutePlan(request)
+        time.sleep(1.5)
+        reattached = stub.ReattachExecute(reattach)
+        time.sleep(0.5)
+        first.cancel()
+        kinds = [r.WhichOneof("response_type") for r in reattached]
+        release = spark_proto.ReleaseExecuteRequest(
+            session_id=request.session_id,
+            user_context=request.user_context,
+            operation_id=request.operation_id,
+        )
+        release.release_all.SetInParent()
+        stub.ReleaseExecute(release)
+    assert kinds[-1] == "result_complete"
+    shown = {r["name"]: r for r in spark.sql("SHOW TEMPORARY TABLES").collect()}
+    assert shown["overtaken"]["rows"] == ROWS
+    assert gateway.sessions is not None
+    session = gateway.sessions.find(request.user_context.user_id, request.session_id)
+    assert session is not None
+    files = [p for p in session.tables["overtaken"].location.rglob("*") if p.is_file()]
+    assert files
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {oct(0o600)}
+    assert gateway.follow_ups is not None
+    assert len(gateway.follow_ups) == 0
+
+
 def test_inserts_the_gateway_runs_outlive_the_clients_deadline(
     spark: SparkSession, gateway: Gateway
 ) -> None:

@@ -221,6 +221,42 @@ def test_a_release_drops_a_held_follow_up() -> None:
     asyncio.run(scenario())
 
 
+def test_a_follow_up_followed_by_a_stream_does_not_expire_until_no_stream_follows_it() -> None:
+    async def scenario() -> None:
+        follow_ups = FollowUps(0.05)
+        follow_ups.hold(KEY, _follow_up, followers=1)
+        await asyncio.sleep(0.2)
+        assert follow_ups.follow(KEY) is _follow_up, "a reattach finds it while the first runs"
+        follow_ups.unfollow(KEY)
+        await asyncio.sleep(0.2)
+        assert follow_ups.find(KEY) is _follow_up, "the reattached stream still follows it"
+        follow_ups.unfollow(KEY)
+        await asyncio.sleep(0.2)
+        assert follow_ups.find(KEY) is None
+        follow_ups.unfollow(KEY)
+
+    asyncio.run(scenario())
+
+
+def test_a_follow_up_runs_once_on_whichever_stream_sees_the_operation_end() -> None:
+    async def scenario() -> None:
+        ran: list[str] = []
+
+        async def follow_up() -> None:
+            ran.append("followed up")
+
+        follow_ups = FollowUps(5.0)
+        follow_ups.hold(KEY, follow_up, followers=1)
+        assert follow_ups.follow(KEY) is follow_up
+        await follow_ups.run(KEY)
+        follow_ups.unfollow(KEY)
+        await follow_ups.run(KEY)
+        assert ran == ["followed up"]
+        assert len(follow_ups) == 0
+
+    asyncio.run(scenario())
+
+
 def _responses(*ids: str) -> list[spark_proto.ExecutePlanResponse]:
     return [spark_proto.ExecutePlanResponse(response_id=i) for i in ids]
 
