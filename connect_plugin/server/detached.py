@@ -245,6 +245,11 @@ class Kept(Generic[V]):
     def drop(self, key: Key) -> None:
         self.take(key)
 
+    def drop_session(self, user_id: str, session_id: str) -> None:
+        """Drop what is kept for the operations of a session that was released."""
+        for key in [k for k in self._held if k[:2] == (user_id, session_id)]:
+            self.drop(key)
+
     def __len__(self) -> int:
         return len(self._held)
 

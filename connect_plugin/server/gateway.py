@@ -25,7 +25,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
-from connect_plugin.server.detached import Detached, FollowUps
+from connect_plugin.server.detached import Answers, Detached, FollowUps
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.scans.rejects import RejectsTables
@@ -100,7 +100,9 @@ class Gateway:
         self.detached: Detached | None = None
         """The statements it runs itself that a client may reattach to."""
         self.follow_ups: FollowUps | None = None
-        """Follow-ups of Spark's executions that wait for the stream reattaching to them."""
+        """Follow-ups of Spark's executions, for whichever of their streams sees them end."""
+        self.answers: Answers | None = None
+        """The gateway's own answers, kept for a stream that reattaches to them."""
         self._workspace_lock: WorkspaceLock | None = None
         self.authenticator: TokenAuthenticator | None = None
         self.upstream_token: UpstreamToken | None = None
@@ -200,6 +202,7 @@ class Gateway:
         )
         self.detached = handlers.detached
         self.follow_ups = handlers.follow_ups
+        self.answers = handlers.answers
         self.watch = SessionWatch(config, registry, upstream, release)
         if metrics is not None:
             metrics.watch_actions(self.watch.figures, self.recovery)

@@ -401,6 +401,8 @@ class PluginHandlers:
             await learn_server_side_session(self._sessions, session, upstream)
 
         async def release() -> None:
+            self.follow_ups.drop_session(*session.key)
+            self.answers.drop_session(*session.key)
             await self._release.forget(session)
 
         return Interception(finish=release)

@@ -221,6 +221,21 @@ def test_a_release_drops_a_held_follow_up() -> None:
     asyncio.run(scenario())
 
 
+def test_a_released_session_drops_what_is_kept_for_its_operations_only() -> None:
+    async def scenario() -> None:
+        follow_ups = FollowUps(5.0)
+        follow_ups.hold(KEY, _follow_up)
+        follow_ups.hold(("user", "session", "other"), _follow_up, followers=1)
+        follow_ups.hold(("user", "another session", "operation"), _follow_up)
+        follow_ups.hold(("another user", "session", "operation"), _follow_up)
+        follow_ups.drop_session("user", "session")
+        assert follow_ups.find(KEY) is None
+        assert follow_ups.find(("user", "session", "other")) is None
+        assert len(follow_ups) == 2
+
+    asyncio.run(scenario())
+
+
 def test_a_follow_up_followed_by_a_stream_does_not_expire_until_no_stream_follows_it() -> None:
     async def scenario() -> None:
         follow_ups = FollowUps(0.05)
