@@ -64,10 +64,11 @@ COUNT_OPTION = "countRows"
 COUNT_COLUMN = "rows"
 
 FILES_STAMP_OPTION = "filesStamp"
-"""Not read by the source: a stamp of the files of the temp table scanned, new whenever
-Spark adds files to it in place (INSERT, a scan's rejects). Spark Connect keeps the plan of
-a read it saw before, and with it the file list this source made when planning; a new stamp
-makes the read another one, planned again."""
+"""Not read by the source: a stamp of the files of the table scanned, for a temp table new
+whenever Spark adds files to it in place (INSERT, a scan's rejects), for a catalog table new
+on every read. Spark Connect keeps the plan of a read it saw before, and with it the file
+list this source made when planning; a new stamp makes the read another one, planned
+again."""
 
 MIN_PARTITIONS_OPTION = "minPartitions"
 """Spark partitions to make at least (files allowing); the planning worker's cores by default."""

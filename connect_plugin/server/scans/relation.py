@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from google.protobuf.message import Message
@@ -54,6 +54,7 @@ from connect_plugin.server.scans.scan_counts import push_row_counts
 from connect_plugin.server.scans.scan_pruning import push_file_filters
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.sessions.temp_table import new_files_stamp
 from connect_plugin.server.statements.cached_scans import CachedScans, scan_key
 from connect_plugin.server.statements.handlers import Call, Handler, Outcome
 from connect_plugin.server.tables.catalog import Tables
@@ -286,8 +287,11 @@ class _TableSource:
     format: Format
     options: dict[str, str]
     schema: pa.Schema
-    files_stamp: str = ""
-    """A temp table's ``files_stamp`` (a catalog table has none)."""
+    files_stamp: str = field(default_factory=new_files_stamp)
+    """A temp table's ``files_stamp``; for a catalog table, a new one for every read, since
+    Spark's own read of a catalog table lists its files on every run (a DataFrame held
+    since before an INSERT into it sees the new rows), and Spark cannot tell the gateway
+    when they change."""
 
 
 def _scan_format(table: str, file_format: str) -> Format:

@@ -355,6 +355,31 @@ def test_a_permanent_table_is_scanned_when_no_temp_table_has_the_name(
         spark.sql(f"DROP TABLE {unique_name}")
 
 
+def test_a_held_scan_of_a_permanent_table_sees_later_writes_as_sparks_own_read_does(
+    spark: SparkSession, unique_name: str
+) -> None:
+    """Spark lists a catalog table's files on every run of a DataFrame that reads it; a
+    scan of the table held since before a write gives the same rows as Spark's read."""
+    spark.range(4).selectExpr("id", "id * 2 AS twice").write.format("json").saveAsTable(unique_name)
+    try:
+        scanned = connect_plugin.scan(spark, table=unique_name)
+        sparks = spark.table(unique_name)
+        writes = [
+            f"INSERT INTO {unique_name} SELECT id, id * 2 FROM range(4, 7)",
+            f"INSERT OVERWRITE {unique_name} SELECT id, -id FROM range(2)",
+            f"INSERT INTO {unique_name} VALUES (9, 18)",
+        ]
+        for write in ["", *writes]:
+            if write:
+                spark.sql(write).collect()
+            expected = sorted(tuple(r) for r in sparks.collect())
+            assert sorted(tuple(r) for r in scanned.collect()) == expected, write
+            assert scanned.count() == len(expected), write
+        assert expected == [(0, 0), (1, -1), (9, 18)]
+    finally:
+        spark.sql(f"DROP TABLE {unique_name}")
+
+
 def test_scan_errors_name_what_is_wrong(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(AnalysisException, match=f"path '{tmp_path / 'nothing'}' does not exist"):
         connect_plugin.scan(spark, str(tmp_path / "nothing"), format="json").collect()
