@@ -99,9 +99,11 @@ class InsertIntoHandler(Handler[InsertInto]):
     and a SQL ``INSERT INTO|OVERWRITE [TABLE] name [(columns)] <query>`` is
     run by the gateway with the check; an INSERT with a PARTITION or REPLACE
     clause or BY NAME into such a table is refused, since its rows cannot be
-    checked as they will be stored. So is one led by ``WITH ...`` or Hive's
-    ``FROM ...``, which Spark otherwise runs, and whose files the gateway then
-    makes private and whose rows it counts again, as after any INSERT.
+    checked as they will be stored. One led by ``WITH ...`` or Hive's ``FROM
+    ...`` is the same INSERT with the lead put before its query (``INSERT INTO
+    t WITH ... SELECT``, ``INSERT INTO t FROM src SELECT``), so that its
+    overwrite is as atomic and its check as sure as without the lead; a Hive
+    multi-insert with a temp table among its targets is refused.
     """
 
     request_type = InsertInto
@@ -118,15 +120,15 @@ class InsertIntoHandler(Handler[InsertInto]):
 
     @classmethod
     def parse(cls, cursor: Cursor) -> InsertInto | None:
-        led = cursor.peek("WITH|FROM")
-        if led:
+        lead = ""
+        if cursor.peek("WITH|FROM"):
             if not _INSERT_WORD.search(cursor.text):
                 return None
-            head = f"a {'WITH' if cursor.peek('WITH') else 'FROM'} clause before INSERT"
+            word = "WITH" if cursor.peek("WITH") else "FROM"
             cursor.at += 1
             if cursor.peek("INSERT"):
                 return None
-            cursor.expression("a query", stops=("INSERT INTO|OVERWRITE",))
+            lead = f"{word} {cursor.expression('a query', stops=('INSERT INTO|OVERWRITE',))}"
         if cursor.accept("INSERT", "INTO"):
             overwrite = False
         elif cursor.accept("INSERT", "OVERWRITE"):
@@ -135,8 +137,12 @@ class InsertIntoHandler(Handler[InsertInto]):
             return None
         cursor.accept("TABLE")
         name = cursor.name("a table name")
-        if led:
-            return InsertInto(name, overwrite, clause=head, others=_further_targets(cursor))
+        if lead:
+            start = cursor.at
+            others = _further_targets(cursor)
+            cursor.at = start
+            if others:
+                return InsertInto(name, overwrite, clause="several targets", others=others)
         columns: tuple[str, ...] = ()
         if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
             start = cursor.at
@@ -150,6 +156,11 @@ class InsertIntoHandler(Handler[InsertInto]):
         query = cursor.rest()
         if clause or not query.strip():
             return InsertInto(name, overwrite, clause=clause or "no query")
+        if lead:
+            if lead.startswith("WITH") and cursor.peek("WITH"):
+                clause = "a WITH clause before INSERT and another in its query"
+                return InsertInto(name, overwrite, clause=clause)
+            query = f"{lead} {query}"
         return InsertInto(name, overwrite, query=cursor.sql.relation_of(query), columns=columns)
 
     @classmethod

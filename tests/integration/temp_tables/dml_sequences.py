@@ -2,8 +2,9 @@
 
 A sequence starts from a random table (format, partitioning, rows with
 NULLs and repeated ids) and runs INSERT (of values, or of the table's own
-rows), INSERT OVERWRITE, DELETE, UPDATE, MERGE INTO, TRUNCATE, CREATE OR
-REPLACE ... AS SELECT from the table itself and the DataFrame writes
+rows, led by WITH or Hive's FROM or not), INSERT OVERWRITE, DELETE, UPDATE,
+MERGE INTO, TRUNCATE, CREATE OR REPLACE ... AS SELECT from the table itself
+and the DataFrame writes
 (``insertInto``, ``writeTo``, ``saveAsTable``) with random conditions and
 values drawn from expressions both engines read the same way, the table
 named bare or as ``session.t`` / ``system.session.t``; plus statements that
@@ -186,13 +187,24 @@ def truncate(draw: st.DrawFn) -> Statement:
     return Statement(f"TRUNCATE TABLE {draw(named)}", "TRUNCATE t")
 
 
+def _led(draw: st.DrawFn, insert: str, columns: str, where: str) -> str:
+    """``insert`` (``INSERT INTO|OVERWRITE ... (columns)``) of ``columns`` of the table's
+    rows ``where`` holds: as usually written, led by WITH, or led by Hive's FROM."""
+    lead = draw(st.sampled_from(["", "WITH", "FROM"]))
+    if lead == "WITH":
+        return f"WITH n AS (SELECT {columns} FROM t{where}) {insert} SELECT * FROM n"
+    if lead == "FROM":
+        return f"FROM t {insert} SELECT {columns}{where}"
+    return f"{insert} SELECT {columns} FROM t{where}"
+
+
 @st.composite
 def copy(draw: st.DrawFn) -> Statement:
     """An INSERT of rows the table itself holds."""
-    query = f"SELECT {ALL_COLUMNS} FROM t{_where(draw)}"
+    where = _where(draw)
     return Statement(
-        f"INSERT INTO {draw(named)} ({ALL_COLUMNS}) {query}",
-        f"INSERT INTO t ({ALL_COLUMNS}) {query}",
+        _led(draw, f"INSERT INTO {draw(named)} ({ALL_COLUMNS})", ALL_COLUMNS, where),
+        f"INSERT INTO t ({ALL_COLUMNS}) SELECT {ALL_COLUMNS} FROM t{where}",
         counts=False,
     )
 
@@ -207,8 +219,10 @@ def overwrite(by_partition: bool) -> st.SearchStrategy[Statement]:
             values = f"VALUES {', '.join(draw(st.lists(row(), min_size=1, max_size=4)))}"
             new = f"SELECT * FROM ({values}) AS {SOURCE}({ALL_COLUMNS})"
             return Statement(f"{head} {values}", _overwritten(new, by_partition), counts=False)
-        query = f"SELECT {ALL_COLUMNS} FROM t{_where(draw)}"
-        return Statement(f"{head} {query}", _overwritten(query, by_partition), counts=False)
+        where = _where(draw)
+        query = f"SELECT {ALL_COLUMNS} FROM t{where}"
+        led = _led(draw, head, ALL_COLUMNS, where)
+        return Statement(led, _overwritten(query, by_partition), counts=False)
 
     return overwritten()
 
@@ -276,12 +290,13 @@ def failing(fmt: str, partitioned: bool) -> st.SearchStrategy[Statement]:
             f"CASE WHEN id = {ident} THEN CAST(raise_error('refused on purpose') AS BIGINT) "
             "ELSE v END"
         )
-        rows = f"SELECT id, k, {value} AS v, s FROM t"
+        changed = f"id, k, {value} AS v, s"
+        rows = f"SELECT {changed} FROM t"
         sql = draw(
             st.sampled_from(
                 [
                     f"UPDATE {draw(named)} SET v = {value}",
-                    f"INSERT OVERWRITE {draw(named)} ({ALL_COLUMNS}) {rows}",
+                    _led(draw, f"INSERT OVERWRITE {draw(named)} ({ALL_COLUMNS})", changed, ""),
                     f"CREATE OR REPLACE TEMPORARY TABLE {draw(named)} USING {fmt}"
                     f"{_partitioning(partitioned)} AS {rows}",
                 ]

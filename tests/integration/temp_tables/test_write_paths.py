@@ -155,14 +155,36 @@ def test_an_insert_led_by_with_or_from_is_counted_and_private(
     assert _listed_rows(spark) == 2
 
 
-def test_an_insert_led_by_with_into_a_checked_table_is_refused(spark: SparkSession) -> None:
+def test_an_insert_led_by_with_or_from_is_checked_and_its_overwrite_atomic(
+    spark: SparkSession, workspace: Path
+) -> None:
+    """``WITH ... INSERT`` and ``FROM ... INSERT`` are the same INSERT with the lead before
+    its query: into a checked table their values are checked, an overwrite that fails
+    leaves the table as it was, and one may read the table it overwrites, as a plain
+    INSERT OVERWRITE may."""
     spark.sql("CREATE TEMPORARY TABLE c (id INT, s STRING) USING csv")
     spark.sql("INSERT INTO c VALUES (1, 'a')")
-    with pytest.raises(PySparkException, match=r"a WITH clause before INSERT cannot be checked"):
-        spark.sql("WITH s AS (SELECT 2 AS id, 'x' AS s) INSERT INTO c SELECT * FROM s")
-    assert _rows(spark, "c") == [(1, "a")]
-    spark.sql("INSERT INTO c WITH s AS (SELECT 2 AS id, 'x' AS s) SELECT * FROM s")
-    assert _rows(spark, "c") == [(1, "a"), (2, "x")]
+    spark.sql("WITH s AS (SELECT 2 AS id, 'x' AS s) INSERT INTO c SELECT * FROM s")
+    spark.sql("FROM (SELECT 3 AS id, 'y' AS s) AS src INSERT INTO TABLE c (s, id) SELECT s, id")
+    assert _rows(spark, "c") == [(1, "a"), (2, "x"), (3, "y")]
+    with pytest.raises(PySparkException, match=r"not UTF-8, which csv cannot hold exactly"):
+        spark.sql(
+            "WITH s AS (SELECT 4 AS id, CAST(X'C328' AS STRING) AS s) INSERT INTO c SELECT * FROM s"
+        ).collect()
+    folders = table_folders(workspace, spark)
+    with pytest.raises(PySparkException, match="refused on purpose"):
+        spark.sql(
+            "WITH s AS (SELECT CAST(id AS INT) AS id, IF(id = 2, "
+            "raise_error('refused on purpose'), 'z') AS s FROM range(3)) "
+            "INSERT OVERWRITE c SELECT * FROM s"
+        ).collect()
+    assert _rows(spark, "c") == [(1, "a"), (2, "x"), (3, "y")]
+    assert table_folders(workspace, spark) == folders
+    spark.sql("WITH s AS (SELECT id + 10 AS id, s FROM c) INSERT OVERWRITE c SELECT * FROM s")
+    spark.sql("FROM c INSERT OVERWRITE c SELECT id, upper(s) WHERE id > 11")
+    assert _rows(spark, "c") == [(12, "X"), (13, "Y")]
+    assert _listed_rows(spark, "c") == 2
+    assert len(table_folders(workspace, spark)) == 1
 
 
 def test_queries_led_by_with_or_from_reach_spark_and_a_multi_insert_into_a_temp_table_is_refused(
