@@ -160,8 +160,8 @@ def test_an_insert_led_by_with_or_from_is_checked_and_its_overwrite_atomic(
 ) -> None:
     """``WITH ... INSERT`` and ``FROM ... INSERT`` are the same INSERT with the lead before
     its query: into a checked table their values are checked, an overwrite that fails
-    leaves the table as it was, and one may read the table it overwrites, as a plain
-    INSERT OVERWRITE may."""
+    leaves the table as it was (Spark's own overwrite of a parquet table deletes its files
+    first), and one may read the table it overwrites, as a plain INSERT OVERWRITE may."""
     spark.sql("CREATE TEMPORARY TABLE c (id INT, s STRING) USING csv")
     spark.sql("INSERT INTO c VALUES (1, 'a')")
     spark.sql("WITH s AS (SELECT 2 AS id, 'x' AS s) INSERT INTO c SELECT * FROM s")
@@ -171,15 +171,18 @@ def test_an_insert_led_by_with_or_from_is_checked_and_its_overwrite_atomic(
         spark.sql(
             "WITH s AS (SELECT 4 AS id, CAST(X'C328' AS STRING) AS s) INSERT INTO c SELECT * FROM s"
         ).collect()
+    spark.sql("CREATE TEMPORARY TABLE p USING parquet AS SELECT * FROM c")
     folders = table_folders(workspace, spark)
-    with pytest.raises(PySparkException, match="refused on purpose"):
-        spark.sql(
-            "WITH s AS (SELECT CAST(id AS INT) AS id, IF(id = 2, "
-            "raise_error('refused on purpose'), 'z') AS s FROM range(3)) "
-            "INSERT OVERWRITE c SELECT * FROM s"
-        ).collect()
-    assert _rows(spark, "c") == [(1, "a"), (2, "x"), (3, "y")]
+    for name in ("c", "p"):
+        with pytest.raises(PySparkException, match="refused on purpose"):
+            spark.sql(
+                "WITH s AS (SELECT CAST(id AS INT) AS id, IF(id = 2, "
+                "raise_error('refused on purpose'), 'z') AS s FROM range(3)) "
+                f"INSERT OVERWRITE {name} SELECT * FROM s"
+            ).collect()
+        assert _rows(spark, name) == [(1, "a"), (2, "x"), (3, "y")], name
     assert table_folders(workspace, spark) == folders
+    spark.sql("DROP TABLE p")
     spark.sql("WITH s AS (SELECT id + 10 AS id, s FROM c) INSERT OVERWRITE c SELECT * FROM s")
     spark.sql("FROM c INSERT OVERWRITE c SELECT id, upper(s) WHERE id > 11")
     assert _rows(spark, "c") == [(12, "X"), (13, "Y")]
