@@ -158,8 +158,7 @@ class InsertIntoHandler(Handler[InsertInto]):
             return InsertInto(name, overwrite, clause=clause or "no query")
         if lead:
             if lead.startswith("WITH") and cursor.peek("WITH"):
-                clause = "a WITH clause before INSERT and another in its query"
-                return InsertInto(name, overwrite, clause=clause)
+                query = f"SELECT * FROM ({query.rstrip().removesuffix(';')}\n)"
             query = f"{lead} {query}"
         return InsertInto(name, overwrite, query=cursor.sql.relation_of(query), columns=columns)
 

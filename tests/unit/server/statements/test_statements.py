@@ -177,8 +177,9 @@ def test_statements_that_are_not_ours_go_to_spark(sql: str) -> None:
                     columns=("a",))),
         ("FROM src INSERT INTO t SELECT x INSERT INTO u SELECT y",
          InsertInto(Name(("t",)), clause="several targets", others=(Name(("u",)),))),
-        ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT * FROM r",
-         InsertInto(Name(("t",)), clause="a WITH clause before INSERT and another in its query")),
+        ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT * FROM r;",
+         InsertInto(Name(("t",)), query=plain_sql(
+             "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT * FROM r\n)"))),
         ("CREATE OR REPLACE TEMP VIEW v AS SELECT 1", CreateTempView(Name(("v",)))),
         (
             "CREATE VIEW default.v AS SELECT * FROM t JOIN (SELECT 1) s JOIN db.u ON true",
