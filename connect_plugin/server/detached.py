@@ -157,6 +157,12 @@ class Detached:
     def find(self, key: Key) -> Running[Any, Any] | None:
         return self._running.get(key)
 
+    def drop_session(self, user_id: str, session_id: str) -> None:
+        """End the statements of a session that was released: no stream follows them again."""
+        for key, running in list(self._running.items()):
+            if key[:2] == (user_id, session_id):
+                running.end()
+
     async def stop(self) -> None:
         """End every statement no stream follows (the gateway is stopping, its streams
         ended), and wait for their writes to be undone."""
@@ -196,12 +202,19 @@ class Kept(Generic[V]):
         self._held: dict[Key, _Held[V]] = {}
 
     def hold(self, key: Key, value: V, followers: int = 0) -> None:
-        if self.keep_s <= 0:
+        """Hold ``value`` in place of any held for ``key``, as followed by ``followers``
+        streams (with none and ``keep_s`` 0, nothing is held)."""
+        if self.keep_s <= 0 and not followers:
             return
         self.drop(key)
         self._held[key] = _Held(value, followers)
         if not followers:
             self._expire_later(key)
+
+    def lead(self, key: Key, value: V) -> None:
+        """Hold ``value`` in place of any held for ``key``, followed by one more stream."""
+        held = self._held.get(key)
+        self.hold(key, value, 1 if held is None else held.followers + 1)
 
     def follow(self, key: Key) -> V | None:
         """The value, followed by one more stream until it ``unfollow``s (or takes it)."""
@@ -228,6 +241,9 @@ class Kept(Generic[V]):
         held = self._held[key]
         if held.expiry is not None:
             held.expiry.cancel()
+        if self.keep_s <= 0:
+            del self._held[key]
+            return
         held.expiry = asyncio.get_running_loop().call_later(self.keep_s, self._held.pop, key, None)
 
     def find(self, key: Key) -> V | None:
@@ -263,10 +279,29 @@ class FollowUps(Kept[FollowUp]):
     takes the follow-up and runs it (``run``), once; a stream that ends before the
     operation did leaves it for the next."""
 
+    def __init__(self, keep_s: float) -> None:
+        super().__init__(keep_s)
+        self._runs: dict[Key, asyncio.Future[None]] = {}
+
+    def followed(self, key: Key) -> bool:
+        """Whether a stream that reattaches to the operation has its follow-up to wait for:
+        held (it now follows it) or running."""
+        return self.follow(key) is not None or key in self._runs
+
     async def run(self, key: Key) -> None:
-        follow_up = self.take(key)
-        if follow_up is not None:
-            await follow_up()
+        """Run the follow-up to its end, or wait for the run another stream began: its
+        next request must find it done. It ends even if the stream is cancelled meanwhile
+        (its client went away): the operation succeeded."""
+        running = self._runs.get(key)
+        if running is None:
+            follow_up = self.take(key)
+            if follow_up is None:
+                return
+            running = asyncio.ensure_future(follow_up())
+            running.add_done_callback(_taken)
+            running.add_done_callback(lambda _: self._runs.pop(key, None))
+            self._runs[key] = running
+        await asyncio.shield(running)
 
 
 class Answer:

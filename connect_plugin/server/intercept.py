@@ -274,10 +274,9 @@ class PluginHandlers:
                 answer = Answer(self._command_answer(request, result), finish)
                 self._keep(request, answer)
                 handling.answered, handling.finish = answer.responses, answer.finish
-            elif finish is not None and _reattachable(request) and self.follow_ups.keep_s > 0:
+            elif finish is not None and _reattachable(request):
                 key = _key(request)
-                if self.follow_ups.follow(key) is None:
-                    self.follow_ups.hold(key, finish, followers=1)
+                self.follow_ups.lead(key, finish)
                 handling.finish = partial(self.follow_ups.run, key)
                 handling.unfinished = partial(self.follow_ups.unfollow, key)
 
@@ -401,6 +400,7 @@ class PluginHandlers:
             await learn_server_side_session(self._sessions, session, upstream)
 
         async def release() -> None:
+            self.detached.drop_session(*session.key)
             self.follow_ups.drop_session(*session.key)
             self.answers.drop_session(*session.key)
             await self._release.forget(session)
@@ -464,8 +464,9 @@ class PluginHandlers:
         key = _key(request)
         finish: Callable[[], Awaitable[None]] | None = None
         again: Callable[[], None] | None = None
-        if self.follow_ups.follow(key) is not None:
-            finish, again = partial(self.follow_ups.run, key), partial(self.follow_ups.unfollow, key)
+        if self.follow_ups.followed(key):
+            finish = partial(self.follow_ups.run, key)
+            again = partial(self.follow_ups.unfollow, key)
         if not request.last_response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
             if watch is None and finish is None:
                 return None

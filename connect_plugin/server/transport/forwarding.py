@@ -420,9 +420,10 @@ class Forwarder:
                     await self._finish_interception(handling, name, message, context)
                     yield final.SerializeToString()
                     return
-            call = self._call(upstream, request, handling, context)
+            call = None
             finished = False
             try:
+                call = self._call(upstream, request, handling, context)
                 await self._send_initial_metadata(call, context)
                 read = call.read
                 eof = grpc.aio.EOF
@@ -455,7 +456,7 @@ class Forwarder:
                 _tell_failed(handling, error)
                 await relay(error, context, message)
             finally:
-                if not call.done():
+                if call is not None and not call.done():
                     call.cancel()
                 if not finished and handling is not None and handling.unfinished is not None:
                     handling.unfinished()

@@ -245,15 +245,18 @@ def test_a_stream_cut_within_the_gateways_answer_gets_the_rest_on_reattach(
     assert [tuple(r) for r in spark.table("cut").collect()] == [(1,)]
 
 
-def test_a_released_session_keeps_no_answer_for_a_reattach(gateway: Gateway) -> None:
+@pytest.mark.parametrize("state", ["answered", "running"])
+def test_a_released_session_keeps_nothing_for_a_reattach(gateway: Gateway, state: str) -> None:
     """After ReleaseSession, a reattach to one of the session's operations gets Spark's
-    answer for a closed session, not an answer the gateway kept."""
+    answer for a closed session, not an answer the gateway kept nor a statement of the
+    gateway's still running."""
     request = spark_proto.ExecutePlanRequest(
         session_id=str(uuid.uuid4()),
         user_context=spark_proto.UserContext(user_id="releasing"),
         operation_id=str(uuid.uuid4()),
     )
-    request.plan.command.sql_command.input.sql.query = "CREATE TEMPORARY TABLE gone AS SELECT 1 AS a"
+    query = "SELECT 1" if state == "answered" else LONG_ROWS
+    request.plan.command.sql_command.input.sql.query = f"CREATE TEMPORARY TABLE gone AS {query}"
     request.request_options.add().reattach_options.reattachable = True
     key = (request.user_context.user_id, request.session_id, request.operation_id)
     reattach = spark_proto.ReattachExecuteRequest(
@@ -262,17 +265,23 @@ def test_a_released_session_keeps_no_answer_for_a_reattach(gateway: Gateway) -> 
         operation_id=request.operation_id,
     )
     assert gateway.answers is not None
+    assert gateway.detached is not None
+    kept = gateway.answers if state == "answered" else gateway.detached
     with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
         stub = base_pb2_grpc.SparkConnectServiceStub(channel)
-        kinds = [r.WhichOneof("response_type") for r in stub.ExecutePlan(request)]
-        assert kinds[-2:] == ["sql_command_result", "result_complete"]
-        assert gateway.answers.find(key) is not None
+        if state == "answered":
+            kinds = [r.WhichOneof("response_type") for r in stub.ExecutePlan(request)]
+            assert kinds[-2:] == ["sql_command_result", "result_complete"]
+        else:
+            with pytest.raises(grpc.RpcError, match="Deadline"):
+                list(stub.ExecutePlan(request, timeout=DEADLINE_S))
+        assert kept.find(key) is not None
         stub.ReleaseSession(
             spark_proto.ReleaseSessionRequest(
                 session_id=request.session_id, user_context=request.user_context
             )
         )
-        assert gateway.answers.find(key) is None
+        assert kept.find(key) is None
         with pytest.raises(grpc.RpcError) as refused:
             list(stub.ReattachExecute(reattach))
     assert "SESSION_CLOSED" in str(refused.value.details())  # type: ignore[attr-defined]

@@ -221,6 +221,24 @@ def test_a_release_drops_a_held_follow_up() -> None:
     asyncio.run(scenario())
 
 
+def test_a_released_session_ends_its_running_statements_only() -> None:
+    async def scenario() -> None:
+        detached = Detached(keep_s=5.0)
+        gate = asyncio.Event()
+        other = ("user", "another session", "operation")
+        ours = detached.start(KEY, lambda report: _steps(report, gate))
+        theirs = detached.start(other, lambda report: _steps(report, gate))
+        detached.drop_session("user", "session")
+        await asyncio.gather(ours.task, return_exceptions=True)
+        assert ours.task.cancelled()
+        assert detached.find(KEY) is None
+        assert detached.find(other) is theirs
+        gate.set()
+        assert await theirs.task == "done"
+
+    asyncio.run(scenario())
+
+
 def test_a_released_session_drops_what_is_kept_for_its_operations_only() -> None:
     async def scenario() -> None:
         follow_ups = FollowUps(5.0)
@@ -249,6 +267,82 @@ def test_a_follow_up_followed_by_a_stream_does_not_expire_until_no_stream_follow
         await asyncio.sleep(0.2)
         assert follow_ups.find(KEY) is None
         follow_ups.unfollow(KEY)
+        assert len(follow_ups) == 0, "a stream ending after the value went holds nothing"
+
+    asyncio.run(scenario())
+
+
+def test_kept_for_0_s_a_follow_up_lasts_while_a_stream_follows_it() -> None:
+    async def scenario() -> None:
+        follow_ups = FollowUps(0.0)
+        follow_ups.hold(KEY, _follow_up)
+        assert follow_ups.find(KEY) is None, "no stream follows it, and it is kept for 0 s"
+        follow_ups.lead(KEY, _follow_up)
+        assert follow_ups.follow(KEY) is _follow_up
+        follow_ups.unfollow(KEY)
+        assert follow_ups.find(KEY) is _follow_up
+        follow_ups.unfollow(KEY)
+        assert follow_ups.find(KEY) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_statement_sent_again_leads_with_its_own_follow_up() -> None:
+    """A client sends an operation again (its first ExecutePlan did not reach Spark): the
+    new attempt's follow-up replaces the first's, and the first's stream still counts."""
+
+    async def again() -> None:
+        return None
+
+    async def scenario() -> None:
+        follow_ups = FollowUps(0.05)
+        follow_ups.lead(KEY, _follow_up)
+        follow_ups.lead(KEY, again)
+        follow_ups.unfollow(KEY)
+        await asyncio.sleep(0.2)
+        assert follow_ups.find(KEY) is again
+
+    asyncio.run(scenario())
+
+
+def test_a_stream_that_reattaches_while_the_follow_up_runs_waits_for_its_end() -> None:
+    async def scenario() -> None:
+        ran: list[str] = []
+
+        async def follow_up() -> None:
+            await asyncio.sleep(0.1)
+            ran.append("followed up")
+
+        follow_ups = FollowUps(5.0)
+        follow_ups.lead(KEY, follow_up)
+        first = asyncio.ensure_future(follow_ups.run(KEY))
+        await asyncio.sleep(0.02)
+        assert follow_ups.followed(KEY), "the reattached stream has the run to wait for"
+        await follow_ups.run(KEY)
+        assert ran == ["followed up"], "the reattached stream's run ended with the first's"
+        await first
+        assert ran == ["followed up"]
+        assert not follow_ups.followed(KEY)
+
+    asyncio.run(scenario())
+
+
+def test_a_follow_up_runs_to_its_end_when_the_stream_running_it_is_cancelled() -> None:
+    async def scenario() -> None:
+        ran: list[str] = []
+
+        async def follow_up() -> None:
+            await asyncio.sleep(0.1)
+            ran.append("followed up")
+
+        follow_ups = FollowUps(5.0)
+        follow_ups.lead(KEY, follow_up)
+        stream = asyncio.ensure_future(follow_ups.run(KEY))
+        await asyncio.sleep(0.02)
+        stream.cancel()
+        await asyncio.gather(stream, return_exceptions=True)
+        await asyncio.sleep(0.2)
+        assert ran == ["followed up"]
 
     asyncio.run(scenario())
 

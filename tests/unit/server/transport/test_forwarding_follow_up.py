@@ -34,8 +34,11 @@ UNFINISHED = 0.0
 def _execute(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
     for index in range(3):
         yield base_pb2.ExecutePlanResponse(response_id=f"r{index}").SerializeToString()
-    if base_pb2.ExecutePlanRequest.FromString(request).session_id == "goes on":
+    session_id = base_pb2.ExecutePlanRequest.FromString(request).session_id
+    if session_id == "goes on":
         return
+    if session_id == "breaks":
+        context.abort(grpc.StatusCode.UNAVAILABLE, "the stream broke")
     complete = base_pb2.ExecutePlanResponse(response_id="done")
     complete.result_complete.SetInParent()
     yield complete.SerializeToString()
@@ -120,4 +123,17 @@ def test_a_stream_that_ends_before_its_execution_leaves_the_follow_up_to_a_reatt
             r.response_id for r in stub.ExecutePlan(base_pb2.ExecutePlanRequest(session_id="goes on"))
         ]
     assert received == ["r0", "r1", "r2"]
+    assert ended == [UNFINISHED]
+
+
+def test_a_stream_that_fails_leaves_the_follow_up_to_a_reattach(
+    gateway: tuple[int, list[float]],
+) -> None:
+    """A stream that breaks (an error, not the execution's end) does not run the follow-up:
+    the execution may go on, and the interception is told, as for a stream that ends."""
+    port, ended = gateway
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+        with pytest.raises(grpc.RpcError, match="the stream broke"):
+            list(stub.ExecutePlan(base_pb2.ExecutePlanRequest(session_id="breaks")))
     assert ended == [UNFINISHED]
