@@ -314,7 +314,7 @@ class Answer:
         self, responses: Sequence[spark_proto.ExecutePlanResponse], finish: FollowUp | None
     ) -> None:
         self.responses = tuple(responses)
-        self.finish = None if finish is None else _once(finish)
+        self.finish = None if finish is None else once(finish)
 
     def after(self, last_response_id: str) -> tuple[spark_proto.ExecutePlanResponse, ...]:
         """The responses after ``last_response_id`` (all of them for an id not among them;
@@ -330,13 +330,14 @@ class Answers(Kept[Answer]):
     operation's responses or ``keep_s``."""
 
 
-def _once(finish: FollowUp) -> FollowUp:
+def once(finish: FollowUp) -> FollowUp:
+    """``finish``, run by the first of its callers only."""
     done = False
 
-    async def once() -> None:
+    async def first_only() -> None:
         nonlocal done
         if not done:
             done = True
             await finish()
 
-    return once
+    return first_only

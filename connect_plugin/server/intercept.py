@@ -45,7 +45,16 @@ from connect_plugin.errors import (
     ConnectPluginError,
     NotSupportedYet,
 )
-from connect_plugin.server.detached import Answer, Answers, Detached, FollowUps, Key, Running
+from connect_plugin.server.detached import (
+    Answer,
+    Answers,
+    Detached,
+    FollowUp,
+    FollowUps,
+    Key,
+    Running,
+    once,
+)
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
@@ -265,13 +274,21 @@ class PluginHandlers:
         (``detached``); ``audit`` hears of work that ended with no stream to see it, when
         it is forgotten."""
 
+        settled: list[tuple[FollowUp | None, Answer | None]] = []
+
         def settle(handling: Interception, outcomes: list[Outcome]) -> None:
-            finish = audit.finished(_after_all(outcomes))
+            """The statement's answer and follow-up, made once: a stream that reattached
+            while the first was still open saw it end too, and gets the same."""
+            if not settled:
+                finish = audit.finished(_after_all(outcomes))
+                finish = None if finish is None else once(finish)
+                result = answered()
+                made = None if result is None else self._command_answer(request, result)
+                settled.append((finish, None if made is None else Answer(made, finish)))
+            finish, answer = settled[0]
             handling.finish = finish
             handling.failed = audit.failed if stopped is None else _both(audit.failed, stopped)
-            result = answered()
-            if result is not None:
-                answer = Answer(self._command_answer(request, result), finish)
+            if answer is not None:
                 self._keep(request, answer)
                 handling.answered, handling.finish = answer.responses, answer.finish
             elif finish is not None and _reattachable(request):

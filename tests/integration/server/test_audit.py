@@ -130,3 +130,36 @@ def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path:
     strangers = [line for line in lines if line["user"] == "" and line["outcome"] == "refused"]
     assert strangers
     assert all(line["error_class"] == "CONNECT_PLUGIN.UNAUTHENTICATED" for line in strangers)
+
+
+def test_a_statement_two_streams_follow_to_its_end_has_one_line(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """A client reattaches while its first stream of a CTTAS is still open (as one whose
+    deadline passed a moment before): both streams get the answer, the audit one line."""
+    audit = tmp_path / "audit.jsonl"
+    with serving(upstream, tmp_path / "ws", audit_log=str(audit)) as gateway:
+        request = spark_proto.ExecutePlanRequest(
+            session_id=str(uuid.uuid4()),
+            user_context=spark_proto.UserContext(user_id="twice"),
+            operation_id=str(uuid.uuid4()),
+        )
+        request.plan.command.sql_command.input.sql.query = (
+            "CREATE TEMPORARY TABLE followed AS "
+            "SELECT 1 AS a, reflect('java.lang.Thread', 'sleep', CAST(3000 AS BIGINT)) AS slept"
+        )
+        request.request_options.add().reattach_options.reattachable = True
+        reattach = spark_proto.ReattachExecuteRequest(
+            session_id=request.session_id,
+            user_context=request.user_context,
+            operation_id=request.operation_id,
+        )
+        with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
+            stub = base_pb2_grpc.SparkConnectServiceStub(channel)
+            first = stub.ExecutePlan(request)
+            time.sleep(1.0)
+            second = stub.ReattachExecute(reattach)
+            answers = [[r.WhichOneof("response_type") for r in s] for s in (first, second)]
+    assert [kinds[-2:] for kinds in answers] == [["sql_command_result", "result_complete"]] * 2
+    mine = [line for line in _lines(audit) if line["session"] == request.session_id]
+    assert [(line["kind"], line["outcome"]) for line in mine] == [("CreateTempTable", "ok")]
