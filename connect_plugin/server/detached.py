@@ -27,10 +27,15 @@ that reattaches and gets the rest.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from pyspark.sql.connect import proto as spark_proto
+
+from connect_plugin.errors import ConnectPluginError
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -297,8 +302,7 @@ class FollowUps(Kept[FollowUp]):
             follow_up = self.take(key)
             if follow_up is None:
                 return
-            running = asyncio.ensure_future(follow_up())
-            running.add_done_callback(_taken)
+            running = _start(follow_up)
             running.add_done_callback(lambda _: self._runs.pop(key, None))
             self._runs[key] = running
         await asyncio.shield(running)
@@ -308,13 +312,14 @@ class Answer:
     """The responses with which the gateway answered an operation itself, kept until the
     client releases them (``Answers``), as Spark keeps an operation's responses: a stream
     that ended within them is followed by one that reattaches and gets the rest.
-    ``finish`` runs once, on whichever stream reaches the last response first."""
+    ``finish`` (made by ``once``) runs on whichever stream reaches the last response first,
+    and a stream reaching it meanwhile waits for it."""
 
     def __init__(
         self, responses: Sequence[spark_proto.ExecutePlanResponse], finish: FollowUp | None
     ) -> None:
         self.responses = tuple(responses)
-        self.finish = None if finish is None else once(finish)
+        self.finish = finish
 
     def after(self, last_response_id: str) -> tuple[spark_proto.ExecutePlanResponse, ...]:
         """The responses after ``last_response_id`` (all of them for an id not among them;
@@ -331,13 +336,30 @@ class Answers(Kept[Answer]):
 
 
 def once(finish: FollowUp) -> FollowUp:
-    """``finish``, run by the first of its callers only."""
-    done = False
+    """``finish``, run by its first caller in a task of its own: every caller waits for that
+    run and gets its error, and a caller cancelled meanwhile (its client went away) does not
+    stop it."""
+    started: list[asyncio.Future[None]] = []
 
-    async def first_only() -> None:
-        nonlocal done
-        if not done:
-            done = True
-            await finish()
+    async def shared() -> None:
+        if not started:
+            started.append(_start(finish))
+        await asyncio.shield(started[0])
 
-    return first_only
+    return shared
+
+
+def _start(work: FollowUp) -> asyncio.Future[None]:
+    """``work`` as a task of its own; an error of it that no caller may be left to report is
+    logged (a ``ConnectPluginError`` is its audit line's and its stream's)."""
+    task = asyncio.ensure_future(work())
+    task.add_done_callback(_reported)
+    return task
+
+
+def _reported(task: asyncio.Future[None]) -> None:
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None and not isinstance(error, ConnectPluginError):
+        log.error("A statement's follow-up failed", exc_info=error)

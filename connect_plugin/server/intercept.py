@@ -274,20 +274,30 @@ class PluginHandlers:
         (``detached``); ``audit`` hears of work that ended with no stream to see it, when
         it is forgotten."""
 
-        settled: list[tuple[FollowUp | None, Answer | None]] = []
+        made: list[FollowUp | None] = []
+        settled: list[tuple[Callable[[grpc.aio.AioRpcError], None], Answer | None]] = []
+
+        def finish_of(outcomes: list[Outcome]) -> FollowUp | None:
+            """The statement's follow-up and ok lines, one run of them for every stream (a
+            stream that reattached while the first was still open saw it end too) and for
+            a result no stream took (``unclaimed``)."""
+            if not made:
+                finish = audit.finished(_after_all(outcomes))
+                made.append(None if finish is None else once(finish))
+            return made[0]
 
         def settle(handling: Interception, outcomes: list[Outcome]) -> None:
-            """The statement's answer and follow-up, made once: a stream that reattached
-            while the first was still open saw it end too, and gets the same."""
+            """The statement's answer, follow-up and failure line, made once for the streams
+            that saw it end."""
+            finish = finish_of(outcomes)
             if not settled:
-                finish = audit.finished(_after_all(outcomes))
-                finish = None if finish is None else once(finish)
+                failed = audit.failed if stopped is None else _both(audit.failed, stopped)
                 result = answered()
-                made = None if result is None else self._command_answer(request, result)
-                settled.append((finish, None if made is None else Answer(made, finish)))
-            finish, answer = settled[0]
+                responses = None if result is None else self._command_answer(request, result)
+                answer = None if responses is None else Answer(responses, finish)
+                settled.append((_first_only(failed), answer))
+            handling.failed, answer = settled[0]
             handling.finish = finish
-            handling.failed = audit.failed if stopped is None else _both(audit.failed, stopped)
             if answer is not None:
                 self._keep(request, answer)
                 handling.answered, handling.finish = answer.responses, answer.finish
@@ -298,7 +308,7 @@ class PluginHandlers:
                 handling.unfinished = partial(self.follow_ups.unfollow, key)
 
         async def unclaimed(outcomes: list[Outcome]) -> None:
-            finish = audit.finished(_after_all(outcomes))
+            finish = finish_of(outcomes)
             if finish is not None:
                 await finish()
 
@@ -520,6 +530,21 @@ def _both(
         second(error)
 
     return both
+
+
+def _first_only(
+    failed: Callable[[grpc.aio.AioRpcError], None],
+) -> Callable[[grpc.aio.AioRpcError], None]:
+    """``failed``, told of the first stream's error only: one failure line per statement."""
+    told = False
+
+    def first(error: grpc.aio.AioRpcError) -> None:
+        nonlocal told
+        if not told:
+            told = True
+            failed(error)
+
+    return first
 
 
 def _no_progress(response: spark_proto.ExecutePlanResponse) -> None:

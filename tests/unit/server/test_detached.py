@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.server.detached import Answer, Answers, Detached, FollowUps, Running
+from connect_plugin.errors import ConnectPluginError
+from connect_plugin.server.detached import Answer, Answers, Detached, FollowUps, Running, once
 
 KEY = ("user", "session", "operation")
 
@@ -392,7 +393,7 @@ def test_a_kept_answers_finish_runs_once_whichever_stream_reaches_it() -> None:
             ran.append("finished")
 
         answers = Answers(5.0)
-        answers.hold(KEY, Answer(_responses("result", "complete"), finish))
+        answers.hold(KEY, Answer(_responses("result", "complete"), once(finish)))
         kept = answers.find(KEY)
         assert kept is not None
         assert kept.finish is not None
@@ -404,5 +405,40 @@ def test_a_kept_answers_finish_runs_once_whichever_stream_reaches_it() -> None:
         assert ran == ["finished"]
         answers.drop(KEY)
         assert answers.find(KEY) is None
+
+    asyncio.run(scenario())
+
+
+def test_once_runs_for_the_first_caller_and_every_caller_waits_for_that_run() -> None:
+    """A statement's finish shared by two streams: the one that reaches it second waits for
+    the run the first began, which goes on if the first is cancelled, and both get its
+    error."""
+
+    async def scenario() -> None:
+        ran: list[str] = []
+        gate = asyncio.Event()
+
+        async def finish() -> None:
+            await gate.wait()
+            ran.append("finished")
+
+        shared = once(finish)
+        first = asyncio.ensure_future(shared())
+        second = asyncio.ensure_future(shared())
+        await asyncio.sleep(0.01)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        assert not second.done(), "the second caller waits for the run the first began"
+        gate.set()
+        await second
+        await shared()
+        assert ran == ["finished"]
+
+        async def failing() -> None:
+            raise ConnectPluginError("the follow-up failed")
+
+        refused = once(failing)
+        outcomes = await asyncio.gather(refused(), refused(), return_exceptions=True)
+        assert [str(o) for o in outcomes] == ["the follow-up failed"] * 2
 
     asyncio.run(scenario())
