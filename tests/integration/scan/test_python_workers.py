@@ -106,11 +106,11 @@ def _thirty_sessions_give_back(upstream: Upstream, data: Path, workspace: Path, 
     with serving(upstream, workspace) as gateway:
         for _ in range(WARM_UP_SESSIONS):
             _scan_once(gateway.address, data)
-        before = {d.pid for d in daemons()}
+        before = {d.pid for d in daemons(under=jvm)}
         memory, heap = _used_memory(), _resident(jvm)
         ended = [_scan_once(gateway.address, data) for _ in range(SESSIONS)]
         assert _until(lambda: not {d.session for d in daemons()} & set(ended))
-        assert len(daemons()) <= len(before)
+        assert len(daemons(under=jvm)) <= len(before), "the other test worker's are not counted"
     grown = _resident(jvm) - heap
     used = _used_memory() - grown
     assert used <= memory * 1.10, f"used memory {used:,} B (JVM +{grown:,} B) after {memory:,} B"

@@ -136,4 +136,7 @@ def test_a_stream_that_fails_leaves_the_follow_up_to_a_reattach(
         stub = base_pb2_grpc.SparkConnectServiceStub(channel)
         with pytest.raises(grpc.RpcError, match="the stream broke"):
             list(stub.ExecutePlan(base_pb2.ExecutePlanRequest(session_id="breaks")))
-    assert ended == [UNFINISHED]
+    deadline = time.monotonic() + 5.0
+    while not ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ended == [UNFINISHED], "the interception was not told that its stream failed"
