@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.server.gateway import Gateway, serve
@@ -114,3 +116,36 @@ def embedded_jvm(upstream: Upstream) -> int:
     assert upstream.log_path is not None
     (jvm,) = spark_connect_server_pids(mentioning=str(upstream.log_path.parent))
     return jvm
+
+
+def reattachable(session_id: str, user_id: str, sql: str) -> spark_proto.ExecutePlanRequest:
+    """A reattachable ExecutePlan of ``sql`` in a new operation, as pyspark sends one."""
+    request = spark_proto.ExecutePlanRequest(
+        session_id=session_id,
+        user_context=spark_proto.UserContext(user_id=user_id),
+        operation_id=str(uuid.uuid4()),
+    )
+    request.plan.command.sql_command.input.sql.query = sql
+    request.request_options.add().reattach_options.reattachable = True
+    return request
+
+
+def reattach_of(
+    request: spark_proto.ExecutePlanRequest, last_response_id: str | None = None
+) -> spark_proto.ReattachExecuteRequest:
+    return spark_proto.ReattachExecuteRequest(
+        session_id=request.session_id,
+        user_context=request.user_context,
+        operation_id=request.operation_id,
+        last_response_id=last_response_id,
+    )
+
+
+def release_all_of(request: spark_proto.ExecutePlanRequest) -> spark_proto.ReleaseExecuteRequest:
+    release = spark_proto.ReleaseExecuteRequest(
+        session_id=request.session_id,
+        user_context=request.user_context,
+        operation_id=request.operation_id,
+    )
+    release.release_all.SetInParent()
+    return release

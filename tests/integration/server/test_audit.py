@@ -21,11 +21,17 @@ import grpc
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
-from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.proto import base_pb2_grpc
 
 from connect_plugin.server.gateway import Gateway
-from tests.integration.support import Upstream, serving, temp_table_names
+from tests.integration.support import (
+    Upstream,
+    reattach_of,
+    reattachable,
+    release_all_of,
+    serving,
+    temp_table_names,
+)
 
 TOKEN = "alice-" + secrets.token_urlsafe(24)
 SECRET_VALUE = "hunter2-" + secrets.token_urlsafe(12)
@@ -41,16 +47,12 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 def _create_past_the_deadline(gateway: Gateway, spark: SparkSession, table: str) -> None:
     """A reattachable CTTAS whose stream ends at its deadline, before the CTTAS does, and
     that no client reattaches to: released once the table is there."""
-    request = spark_proto.ExecutePlanRequest(
-        session_id=spark.session_id,
-        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
-        operation_id=str(uuid.uuid4()),
-    )
-    request.plan.command.sql_command.input.sql.query = (
+    request = reattachable(
+        spark.session_id,
+        spark.client._user_id or "",  # type: ignore[attr-defined]
         f"CREATE TEMPORARY TABLE {table} AS "
-        "SELECT 1 AS a, reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)) AS slept"
+        "SELECT 1 AS a, reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)) AS slept",
     )
-    request.request_options.add().reattach_options.reattachable = True
     assert gateway.detached is not None
     with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
         stub = base_pb2_grpc.SparkConnectServiceStub(channel)
@@ -65,13 +67,7 @@ def _create_past_the_deadline(gateway: Gateway, spark: SparkSession, table: str)
         while table not in temp_table_names(spark):
             assert time.monotonic() < deadline, f"the CTTAS of [{table}] did not end"
             time.sleep(0.1)
-        release = spark_proto.ReleaseExecuteRequest(
-            session_id=request.session_id,
-            user_context=request.user_context,
-            operation_id=request.operation_id,
-        )
-        release.release_all.SetInParent()
-        stub.ReleaseExecute(release, metadata=[("authorization", f"Bearer {TOKEN}")])
+        stub.ReleaseExecute(release_all_of(request), metadata=[("authorization", f"Bearer {TOKEN}")])
     assert len(gateway.detached) == 0
 
 
@@ -139,26 +135,17 @@ def test_a_statement_two_streams_follow_to_its_end_has_one_line(
     deadline passed a moment before): both streams get the answer, the audit one line."""
     audit = tmp_path / "audit.jsonl"
     with serving(upstream, tmp_path / "ws", audit_log=str(audit)) as gateway:
-        request = spark_proto.ExecutePlanRequest(
-            session_id=str(uuid.uuid4()),
-            user_context=spark_proto.UserContext(user_id="twice"),
-            operation_id=str(uuid.uuid4()),
-        )
-        request.plan.command.sql_command.input.sql.query = (
+        request = reattachable(
+            str(uuid.uuid4()),
+            "twice",
             "CREATE TEMPORARY TABLE followed AS "
-            "SELECT 1 AS a, reflect('java.lang.Thread', 'sleep', CAST(3000 AS BIGINT)) AS slept"
-        )
-        request.request_options.add().reattach_options.reattachable = True
-        reattach = spark_proto.ReattachExecuteRequest(
-            session_id=request.session_id,
-            user_context=request.user_context,
-            operation_id=request.operation_id,
+            "SELECT 1 AS a, reflect('java.lang.Thread', 'sleep', CAST(3000 AS BIGINT)) AS slept",
         )
         with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
             stub = base_pb2_grpc.SparkConnectServiceStub(channel)
             first = stub.ExecutePlan(request)
             time.sleep(1.0)
-            second = stub.ReattachExecute(reattach)
+            second = stub.ReattachExecute(reattach_of(request))
             answers = [[r.WhichOneof("response_type") for r in s] for s in (first, second)]
     assert [kinds[-2:] for kinds in answers] == [["sql_command_result", "result_complete"]] * 2
     mine = [line for line in _lines(audit) if line["session"] == request.session_id]

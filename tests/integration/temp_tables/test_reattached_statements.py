@@ -25,7 +25,7 @@ from pyspark.sql.connect.client.core import RpcDeadlines
 from pyspark.sql.connect.proto import base_pb2_grpc
 
 from connect_plugin.server.gateway import Gateway
-from tests.integration.support import pause
+from tests.integration.support import pause, reattach_of, reattachable, release_all_of
 
 DEADLINE_S = 1.0
 ROWS = 60
@@ -37,6 +37,11 @@ RELEASE_TIMEOUT_S = 30.0
 LONG_ROWS = (
     f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range(0, {ROWS}, 1, 2) WHERE {PAUSE}"
 )
+
+
+def _statement(spark: SparkSession, sql: str) -> spark_proto.ExecutePlanRequest:
+    """A reattachable ExecutePlan of ``sql`` in ``spark``'s session, sent by a raw client."""
+    return reattachable(spark.session_id, spark.client._user_id or "", sql)  # type: ignore[attr-defined]
 
 
 def _short_deadlines(spark: SparkSession) -> None:
@@ -80,16 +85,7 @@ def test_a_release_of_a_statement_no_stream_follows_stops_it_at_once(
     spark: SparkSession, gateway: Gateway
 ) -> None:
     assert gateway.detached is not None
-    operation_id = str(uuid.uuid4())
-    request = spark_proto.ExecutePlanRequest(
-        session_id=spark.client._session_id,  # type: ignore[attr-defined]
-        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
-        operation_id=operation_id,
-    )
-    request.plan.command.sql_command.input.sql.query = (
-        f"CREATE TEMPORARY TABLE released AS {LONG_ROWS}"
-    )
-    request.request_options.add().reattach_options.reattachable = True
+    request = _statement(spark, f"CREATE TEMPORARY TABLE released AS {LONG_ROWS}")
     with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
         stub = base_pb2_grpc.SparkConnectServiceStub(channel)
         with pytest.raises(grpc.RpcError) as ended:
@@ -97,10 +93,7 @@ def test_a_release_of_a_statement_no_stream_follows_stops_it_at_once(
                 pass
         assert ended.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
         assert len(gateway.detached) == 1, "the CTTAS ended within the deadline"
-        release = spark_proto.ReleaseExecuteRequest(
-            session_id=request.session_id, user_context=request.user_context, operation_id=operation_id
-        )
-        release.release_all.SetInParent()
+        release = release_all_of(request)
         stub.ReleaseExecute(release)
     assert len(gateway.detached) == 0
     assert gateway.sessions is not None
@@ -141,19 +134,9 @@ def test_a_reattach_that_overtakes_the_end_of_the_first_stream_still_follows_the
     client whose deadline passed does): the reattached stream that sees Spark's INSERT end
     makes its files private and counts its rows."""
     spark.sql("CREATE TEMPORARY TABLE overtaken (id BIGINT, h STRING)").collect()
-    request = spark_proto.ExecutePlanRequest(
-        session_id=spark.client._session_id,  # type: ignore[attr-defined]
-        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
-        operation_id=str(uuid.uuid4()),
-    )
     slow = LONG_ROWS.replace(PAUSE, pause(200))
-    request.plan.command.sql_command.input.sql.query = f"INSERT INTO overtaken {slow}"
-    request.request_options.add().reattach_options.reattachable = True
-    reattach = spark_proto.ReattachExecuteRequest(
-        session_id=request.session_id,
-        user_context=request.user_context,
-        operation_id=request.operation_id,
-    )
+    request = _statement(spark, f"INSERT INTO overtaken {slow}")
+    reattach = reattach_of(request)
     with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
         stub = base_pb2_grpc.SparkConnectServiceStub(channel)
         first = stub.ExecutePlan(request)
@@ -162,12 +145,7 @@ def test_a_reattach_that_overtakes_the_end_of_the_first_stream_still_follows_the
         time.sleep(0.5)
         first.cancel()
         kinds = [r.WhichOneof("response_type") for r in reattached]
-        release = spark_proto.ReleaseExecuteRequest(
-            session_id=request.session_id,
-            user_context=request.user_context,
-            operation_id=request.operation_id,
-        )
-        release.release_all.SetInParent()
+        release = release_all_of(request)
         stub.ReleaseExecute(release)
     assert kinds[-1] == "result_complete"
     shown = {r["name"]: r for r in spark.sql("SHOW TEMPORARY TABLES").collect()}
@@ -209,23 +187,12 @@ def test_a_stream_cut_within_the_gateways_answer_gets_the_rest_on_reattach(
 ) -> None:
     """Spark keeps an operation's responses until the client releases them; so does the
     gateway with an answer it gave itself, for a client whose stream ended within it."""
-    request = spark_proto.ExecutePlanRequest(
-        session_id=spark.client._session_id,  # type: ignore[attr-defined]
-        user_context=spark_proto.UserContext(user_id=spark.client._user_id),  # type: ignore[attr-defined]
-        operation_id=str(uuid.uuid4()),
-    )
-    request.plan.command.sql_command.input.sql.query = "CREATE TEMPORARY TABLE cut AS SELECT 1 AS a"
-    request.request_options.add().reattach_options.reattachable = True
+    request = _statement(spark, "CREATE TEMPORARY TABLE cut AS SELECT 1 AS a")
     with grpc.insecure_channel(gateway.address.removeprefix("sc://")) as channel:
         stub = base_pb2_grpc.SparkConnectServiceStub(channel)
 
         def reattached(last_response_id: str | None) -> list[str]:
-            reattach = spark_proto.ReattachExecuteRequest(
-                session_id=request.session_id,
-                user_context=request.user_context,
-                operation_id=request.operation_id,
-                last_response_id=last_response_id,
-            )
+            reattach = reattach_of(request, last_response_id)
             return [r.WhichOneof("response_type") for r in stub.ReattachExecute(reattach)]
 
         stream = stub.ExecutePlan(request)
@@ -233,12 +200,7 @@ def test_a_stream_cut_within_the_gateways_answer_gets_the_rest_on_reattach(
         stream.cancel()
         assert reattached(answer.response_id) == ["result_complete"]
         assert reattached(None) == ["sql_command_result", "result_complete"]
-        release = spark_proto.ReleaseExecuteRequest(
-            session_id=request.session_id,
-            user_context=request.user_context,
-            operation_id=request.operation_id,
-        )
-        release.release_all.SetInParent()
+        release = release_all_of(request)
         stub.ReleaseExecute(release)
         with pytest.raises(grpc.RpcError, match="OPERATION_NOT_FOUND"):
             reattached(None)
@@ -250,20 +212,10 @@ def test_a_released_session_keeps_nothing_for_a_reattach(gateway: Gateway, state
     """After ReleaseSession, a reattach to one of the session's operations gets Spark's
     answer for a closed session, not an answer the gateway kept nor a statement of the
     gateway's still running."""
-    request = spark_proto.ExecutePlanRequest(
-        session_id=str(uuid.uuid4()),
-        user_context=spark_proto.UserContext(user_id="releasing"),
-        operation_id=str(uuid.uuid4()),
-    )
     query = "SELECT 1" if state == "answered" else LONG_ROWS
-    request.plan.command.sql_command.input.sql.query = f"CREATE TEMPORARY TABLE gone AS {query}"
-    request.request_options.add().reattach_options.reattachable = True
+    request = reattachable(str(uuid.uuid4()), "releasing", f"CREATE TEMPORARY TABLE gone AS {query}")
     key = (request.user_context.user_id, request.session_id, request.operation_id)
-    reattach = spark_proto.ReattachExecuteRequest(
-        session_id=request.session_id,
-        user_context=request.user_context,
-        operation_id=request.operation_id,
-    )
+    reattach = reattach_of(request)
     assert gateway.answers is not None
     assert gateway.detached is not None
     kept = gateway.answers if state == "answered" else gateway.detached

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from pyspark.sql.connect import proto as spark_proto
@@ -306,16 +306,21 @@ def test_a_statement_sent_again_leads_with_its_own_follow_up() -> None:
     asyncio.run(scenario())
 
 
+def _slow_follow_up(ran: list[str]) -> Callable[[], Awaitable[None]]:
+    """A follow-up that takes 0.1 s, then notes that it ran in ``ran``."""
+
+    async def follow_up() -> None:
+        await asyncio.sleep(0.1)
+        ran.append("followed up")
+
+    return follow_up
+
+
 def test_a_stream_that_reattaches_while_the_follow_up_runs_waits_for_its_end() -> None:
     async def scenario() -> None:
         ran: list[str] = []
-
-        async def follow_up() -> None:
-            await asyncio.sleep(0.1)
-            ran.append("followed up")
-
         follow_ups = FollowUps(5.0)
-        follow_ups.lead(KEY, follow_up)
+        follow_ups.lead(KEY, _slow_follow_up(ran))
         first = asyncio.ensure_future(follow_ups.run(KEY))
         await asyncio.sleep(0.02)
         assert follow_ups.followed(KEY), "the reattached stream has the run to wait for"
@@ -331,13 +336,8 @@ def test_a_stream_that_reattaches_while_the_follow_up_runs_waits_for_its_end() -
 def test_a_follow_up_runs_to_its_end_when_the_stream_running_it_is_cancelled() -> None:
     async def scenario() -> None:
         ran: list[str] = []
-
-        async def follow_up() -> None:
-            await asyncio.sleep(0.1)
-            ran.append("followed up")
-
         follow_ups = FollowUps(5.0)
-        follow_ups.lead(KEY, follow_up)
+        follow_ups.lead(KEY, _slow_follow_up(ran))
         stream = asyncio.ensure_future(follow_ups.run(KEY))
         await asyncio.sleep(0.02)
         stream.cancel()
