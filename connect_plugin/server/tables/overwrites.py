@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import files_relation
@@ -46,10 +46,14 @@ def with_partitions_replaced(table: TempTable, rows: spark_proto.Relation) -> sp
 
     The partitions come from the rows as they are written (one evaluation of
     ``rows``, so a query with ``rand()`` replaces exactly the partitions it
-    fills); NULL is a partition of its own, as in Spark's files.
+    fills); NULL is a partition of its own, as in Spark's files. A partition
+    is a folder named by its values as text, so ``-0.0`` and ``0.0`` of a
+    FLOAT or DOUBLE column are two partitions, which Spark's grouping (that
+    takes them as one value) would merge: such a column is compared as text.
     """
-    names = StructType.fromJson(json.loads(table.schema_json)).names
-    partitions = ", ".join(quote_identifier(c) for c in table.partition_columns)
+    schema = StructType.fromJson(json.loads(table.schema_json))
+    names = schema.names
+    partitions = ", ".join(_partition_key(schema, c) for c in table.partition_columns)
     both = _union_all(_marked(files_relation(table), 0), _marked(rows, 1))
     replaced = spark_proto.Relation()
     with deep_messages():
@@ -79,6 +83,14 @@ def with_rows_replaced(
         held.arguments.add().CopyFrom(condition)
     held.arguments.append(literal(False))
     return _union_all(kept, rows)
+
+
+def _partition_key(schema: StructType, column: str) -> str:
+    quoted = quote_identifier(column)
+    types = [f.dataType for f in schema.fields if f.name.lower() == column.lower()]
+    if any(isinstance(t, FloatType | DoubleType) for t in types):
+        return f"CAST({quoted} AS STRING)"
+    return quoted
 
 
 def _marked(relation: spark_proto.Relation, mark: int) -> spark_proto.Relation:

@@ -206,3 +206,29 @@ def test_queries_led_by_with_or_from_reach_spark_and_a_multi_insert_into_a_temp_
         with pytest.raises(PySparkException, match=r"several target tables cannot write into"):
             spark.sql(statement).collect()
     assert _rows(spark) == []
+
+
+def test_a_dynamic_overwrite_keeps_minus_zero_and_zero_apart_as_sparks_own_files_do(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark's files name a DOUBLE partition by its text, so ``K=-0.0`` and ``K=0.0`` are two
+    partitions, and a dynamic overwrite of one leaves the other, although Spark's grouping
+    takes the two values as one."""
+    rows = "VALUES (1, -0.0D), (2, 0.0D), (3, 1.0D), (4, CAST('NaN' AS DOUBLE))"
+    spark.sql("CREATE TEMPORARY TABLE t (id INT, K DOUBLE) USING parquet PARTITIONED BY (k)")
+    spark.sql(f"INSERT INTO t {rows}")
+    reference = spark.sql(f"SELECT col1 AS id, col2 AS K FROM ({rows})")
+    reference.write.partitionBy("K").parquet(str(tmp_path / "reference"))
+    spark.read.schema("id INT, K DOUBLE").parquet(str(tmp_path / "reference")).createOrReplaceTempView(
+        "reference"
+    )
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    for query in ("SELECT 9, 0.0D", "SELECT 8, -0.0D", "SELECT 7, CAST('NaN' AS DOUBLE)"):
+        for name in ("reference", "t"):
+            spark.sql(f"INSERT OVERWRITE {name} {query}")
+        shown = [
+            sorted((r[0], str(r[1])) for r in spark.table(name).collect())
+            for name in ("t", "reference")
+        ]
+        assert shown[0] == shown[1], f"after {query}"
+    assert sorted(str(r.K) for r in spark.table("t").collect()) == ["-0.0", "0.0", "1.0", "nan"]
