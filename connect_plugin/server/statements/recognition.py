@@ -272,6 +272,14 @@ class Cursor:
         end = self.tokens[-1].end + 1 if self.tokens else 0
         return self.text[end:] if len(self.text) > MAX_TOKENIZED_CHARS else ""
 
+    def statement_rest(self) -> str:
+        """``rest()`` without the statement's closing ``;`` and the comments after it."""
+        rest = self.rest()
+        tokens = _tokens(rest, complete=True)
+        if tokens and tokens[-1].text == ";":
+            return rest[: tokens[-1].start]
+        return rest
+
     def leftover(self) -> str:
         """What follows a statement that should have ended here ('' when nothing does).
 

@@ -158,7 +158,7 @@ class InsertIntoHandler(Handler[InsertInto]):
             return InsertInto(name, overwrite, clause=clause or "no query")
         if lead:
             if lead.startswith("WITH") and cursor.peek("WITH"):
-                query = f"SELECT * FROM ({query.rstrip().removesuffix(';')}\n)"
+                query = f"SELECT * FROM ({cursor.statement_rest()}\n)"
             query = f"{lead} {query}"
         return InsertInto(name, overwrite, query=cursor.sql.relation_of(query), columns=columns)
 

@@ -180,6 +180,12 @@ def test_statements_that_are_not_ours_go_to_spark(sql: str) -> None:
         ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT * FROM r;",
          InsertInto(Name(("t",)), query=plain_sql(
              "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT * FROM r\n)"))),
+        ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT ';') SELECT * FROM r ; -- done",
+         InsertInto(Name(("t",)), query=plain_sql(
+             "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT ';') SELECT * FROM r \n)"))),
+        ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT * FROM r -- done",
+         InsertInto(Name(("t",)), query=plain_sql(
+             "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT * FROM r -- done\n)"))),
         ("CREATE OR REPLACE TEMP VIEW v AS SELECT 1", CreateTempView(Name(("v",)))),
         (
             "CREATE VIEW default.v AS SELECT * FROM t JOIN (SELECT 1) s JOIN db.u ON true",
