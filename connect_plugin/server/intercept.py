@@ -10,35 +10,27 @@ FetchErrorDetails of a scan error answers what the error's status said
 (``status.scan_error_details``).
 
 Progress of the gateway's own work reaches the client as extra
-``execution_progress`` responses before Spark's. Their response ids carry a
-prefix the gateway recognises: the client acknowledges each response with
-ReleaseExecute (and may name one in ReattachExecute), and the gateway
-answers or strips those itself, since the upstream never sent them.
-
-A SQL statement or DataFrame write whose result rows the gateway knows
-(``Outcome.answer``: it ran the statement or write itself) is answered by
-the gateway alone, as Spark answers a command: the rows in a
-``LocalRelation``, then ``ResultComplete``, with the same prefixed response
-ids; the DataFrame's read-back of those rows is answered the same way.
-Spark never hears of such an operation, and releases it as any unknown one.
+``execution_progress`` responses before Spark's. A SQL statement or
+DataFrame write whose result rows the gateway knows (``Outcome.answer``: it
+ran the statement or write itself) is answered by the gateway alone, as
+Spark answers a command, and so is the DataFrame's read-back of those rows
+(``own_responses``, whose response ids the gateway releases and strips
+itself). Spark never hears of such an operation, and releases it as any
+unknown one.
 Such a statement also outlives the client's stream of it, and the client's
 ReattachExecute of its operation follows it to its answer (``detached``).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
 
 import grpc
-import pyarrow as pa
 from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.connect.types import pyspark_types_to_proto_types
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from connect_plugin.config import Config
 from connect_plugin.errors import (
@@ -57,10 +49,11 @@ from connect_plugin.server.detached import (
 )
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
+from connect_plugin.server.own_responses import SYNTHETIC_RESPONSE_PREFIX, OwnResponses
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
-from connect_plugin.server.sessions.registry import Session, SessionRegistry
+from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.views import uncache
 from connect_plugin.server.sessions.writes import ProgressSink, stop_writes
@@ -81,7 +74,6 @@ from connect_plugin.server.transport.requests import (
 from connect_plugin.server.transport.status import scan_error_details
 from connect_plugin.server.transport.upstream import SessionContext, Upstream
 
-SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
 Work = Callable[[ProgressSink], Awaitable[list[Outcome]]]
 
 
@@ -117,6 +109,7 @@ class PluginHandlers:
         self._handlers = handlers
         self._cloner = cloner
         self._release = release
+        self._responses = OwnResponses(sessions)
         self._dispatch = Dispatcher(config, handlers, self._has_tables)
         self._guard = ConfigGuard(config.workspace)
         self.detached = Detached(config.detached_timeout_s)
@@ -175,7 +168,7 @@ class PluginHandlers:
     async def execute_plan(
         self, method: str, request: spark_proto.ExecutePlanRequest, context: Any
     ) -> Interception | None:
-        read_back = self._read_back(request)
+        read_back = self._responses.read_back(request)
         if read_back:
             self._keep(request, Answer(read_back, None))
             return Interception(answered=read_back)
@@ -293,7 +286,7 @@ class PluginHandlers:
             if not settled:
                 failed = audit.failed if stopped is None else _both(audit.failed, stopped)
                 result = answered()
-                responses = None if result is None else self._command_answer(request, result)
+                responses = None if result is None else self._responses.command_answer(request, result)
                 answer = None if responses is None else Answer(responses, finish)
                 settled.append((_first_only(failed), answer))
             handling.failed, answer = settled[0]
@@ -333,82 +326,10 @@ class PluginHandlers:
     ) -> AsyncIterator[Message]:
         """Relay a statement's progress to the client's stream, then settle its result."""
         async for progress in running.follow():
-            yield self._progress_response(request, progress)
+            yield self._responses.progress(request, progress)
         outcomes = await running.result()
         assert running.settle is not None, "the gateway's statements settle their result"
         running.settle(handling, outcomes)
-
-    def _answering(
-        self, request: spark_proto.ExecutePlanRequest, kinds: Sequence[str]
-    ) -> tuple[Session, list[spark_proto.ExecutePlanResponse]] | None:
-        """The session and empty responses of ``kinds`` with which the gateway answers
-        ``request`` itself; None while the session's server-side id is unknown."""
-        session = self._sessions.find(request.user_context.user_id, request.session_id)
-        if session is None or not session.server_side_session_id or not request.operation_id:
-            return None
-        responses = []
-        for kind in kinds:
-            response = spark_proto.ExecutePlanResponse(
-                session_id=request.session_id,
-                server_side_session_id=session.server_side_session_id,
-                operation_id=request.operation_id,
-                response_id=SYNTHETIC_RESPONSE_PREFIX + str(uuid.uuid4()),
-            )
-            getattr(response, kind).SetInParent()
-            responses.append(response)
-        return session, responses
-
-    def _command_answer(
-        self, request: spark_proto.ExecutePlanRequest, result: spark_proto.Relation
-    ) -> tuple[spark_proto.ExecutePlanResponse, ...]:
-        """Spark's answer to a SQL command, with ``result`` as its rows: the command's result,
-        then ``ResultComplete``."""
-        answering = self._answering(request, ("sql_command_result", "result_complete"))
-        if answering is None:
-            return ()
-        session, responses = answering
-        responses[0].sql_command_result.relation.CopyFrom(result)
-        session.answered.append(result.local_relation.data)
-        return tuple(responses)
-
-    def _read_back(
-        self, request: spark_proto.ExecutePlanRequest
-    ) -> tuple[spark_proto.ExecutePlanResponse, ...]:
-        """Spark's answer to a query of a statement result the gateway answered (a client's
-        DataFrame reading its rows back): the schema, the rows, then ``ResultComplete``."""
-        plan = request.plan
-        if not plan.HasField("root") or plan.root.WhichOneof("rel_type") != "local_relation":
-            return ()
-        local = plan.root.local_relation
-        session = self._sessions.find(request.user_context.user_id, request.session_id)
-        if session is None or local.HasField("schema") or local.data not in session.answered:
-            return ()
-        rows = pa.ipc.open_stream(local.data).read_all()
-        answering = self._answering(request, ("schema", "arrow_batch", "result_complete"))
-        if answering is None or not rows.num_rows:
-            return ()
-        _, responses = answering
-        responses[0].schema.CopyFrom(pyspark_types_to_proto_types(from_arrow_schema(rows.schema)))
-        responses[1].arrow_batch.row_count = rows.num_rows
-        responses[1].arrow_batch.data = local.data
-        return tuple(responses)
-
-    def _progress_response(
-        self,
-        request: spark_proto.ExecutePlanRequest | spark_proto.ReattachExecuteRequest,
-        upstream: spark_proto.ExecutePlanResponse,
-    ) -> spark_proto.ExecutePlanResponse:
-        session = self._sessions.find(request.user_context.user_id, request.session_id)
-        if session is not None and not session.server_side_session_id:
-            session.server_side_session_id = upstream.server_side_session_id
-        response = spark_proto.ExecutePlanResponse(
-            session_id=request.session_id,
-            server_side_session_id=upstream.server_side_session_id,
-            operation_id=request.operation_id,
-            response_id=SYNTHETIC_RESPONSE_PREFIX + str(uuid.uuid4()),
-        )
-        response.execution_progress.CopyFrom(upstream.execution_progress)
-        return response
 
     async def release_session(
         self, method: str, request: spark_proto.ReleaseSessionRequest, context: Any
