@@ -53,11 +53,13 @@ class AuditLog:
         session: str = "",
         table: str | None = None,
         error_class: str | None = None,
+        operation: str | None = None,
     ) -> None:
         entry: dict[str, Any] = {
             "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
             "user": user,
             "session": session,
+            "operation": operation,
             "method": method,
             "kind": kind,
             "table": table,
@@ -82,11 +84,19 @@ class AuditLog:
             user=user,
             session=session,
             error_class=error_class_of(reason),
+            operation=operation_of(message),
         )
 
     def close(self) -> None:
         if self._owned is not None:
             self._owned.close()
+
+
+def operation_of(message: Message | None) -> str | None:
+    """The operation id a request names (an ExecutePlan's, which Spark tags its jobs with);
+    None for a request that names none."""
+    operation = getattr(message, "operation_id", "")
+    return str(operation) if operation else None
 
 
 def who(message: Message | None) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from connect_plugin.errors import (
     UpstreamFailed,
     UpstreamUnavailable,
 )
-from connect_plugin.server.monitoring.audit import AuditLog, who
+from connect_plugin.server.monitoring.audit import AuditLog, operation_of, who
 from connect_plugin.server.transport.requests import Request
 from connect_plugin.server.transport.status import error_class_of
 from connect_plugin.server.transport.upstream import upstream_failure
@@ -35,6 +35,7 @@ class Audited:
         self._log = log
         self._count = count
         self._user, self._session = who(request)
+        self._operation = operation_of(request)
         self._handled = handled
 
     def _record(self, outcome: str, error_class: str | None = None) -> None:
@@ -52,6 +53,7 @@ class Audited:
                 session=self._session,
                 table=None if name is None else str(name),
                 error_class=error_class,
+                operation=self._operation,
             )
 
     def refused(self, exc: ConnectPluginError) -> None:

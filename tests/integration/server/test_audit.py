@@ -109,7 +109,7 @@ def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path:
     assert SECRET_VALUE not in text
     lines = _lines(audit)
     assert {tuple(sorted(line)) for line in lines} == {
-        ("error_class", "kind", "method", "outcome", "session", "table", "time", "user")
+        ("error_class", "kind", "method", "operation", "outcome", "session", "table", "time", "user")
     }
     mine = [line for line in lines if line["session"] == session_id]
     assert all(line["user"] == "alice" for line in mine)
@@ -123,6 +123,10 @@ def test_a_scripted_session_audited_field_by_field(upstream: Upstream, tmp_path:
     assert failed["error_class"]
     (refused,) = [line for line in mine if line["kind"] == "refusal"]
     assert refused["error_class"] == "CONNECT_PLUGIN.SETTING_PROTECTED"
+    assert refused["operation"] is None, "a Config call names no operation"
+    operations = [line["operation"] for line in mine if line["method"] == "ExecutePlan"]
+    assert all(operations)
+    assert len(set(operations)) == len(operations), "each statement its own operation"
     strangers = [line for line in lines if line["user"] == "" and line["outcome"] == "refused"]
     assert strangers
     assert all(line["error_class"] == "CONNECT_PLUGIN.UNAUTHENTICATED" for line in strangers)
@@ -149,4 +153,6 @@ def test_a_statement_two_streams_follow_to_its_end_has_one_line(
             answers = [[r.WhichOneof("response_type") for r in s] for s in (first, second)]
     assert [kinds[-2:] for kinds in answers] == [["sql_command_result", "result_complete"]] * 2
     mine = [line for line in _lines(audit) if line["session"] == request.session_id]
-    assert [(line["kind"], line["outcome"]) for line in mine] == [("CreateTempTable", "ok")]
+    assert [(line["kind"], line["outcome"], line["operation"]) for line in mine] == [
+        ("CreateTempTable", "ok", request.operation_id)
+    ]
