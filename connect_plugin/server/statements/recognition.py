@@ -273,12 +273,22 @@ class Cursor:
         return self.text[end:] if len(self.text) > MAX_TOKENIZED_CHARS else ""
 
     def statement_rest(self) -> str:
-        """``rest()`` without the statement's closing ``;`` and the comments after it."""
-        rest = self.rest()
-        tokens = _tokens(rest, complete=True)
-        if tokens and tokens[-1].text == ";":
-            return rest[: tokens[-1].start]
-        return rest
+        """``rest()`` without the statement's closing semicolons and the comments after them
+        (a text longer than the tokenized windows loses only the semicolons it ends with)."""
+        first = self._token(self.at)
+        if first is None or len(self.text) > MAX_TOKENIZED_CHARS:
+            rest = self.rest().rstrip()
+            while rest.endswith(";"):
+                rest = rest[:-1].rstrip()
+            return rest
+        end = self.at
+        while self._token(end) is not None:
+            end += 1
+        while end > self.at and self.tokens[end - 1].token_type is TokenType.SEMICOLON:
+            end -= 1
+        if end == len(self.tokens):
+            return self.text[first.start :]
+        return self.text[first.start : self.tokens[end].start]
 
     def leftover(self) -> str:
         """What follows a statement that should have ended here ('' when nothing does).

@@ -183,6 +183,15 @@ def test_statements_that_are_not_ours_go_to_spark(sql: str) -> None:
         ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT ';') SELECT * FROM r ; -- done",
          InsertInto(Name(("t",)), query=plain_sql(
              "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT ';') SELECT * FROM r \n)"))),
+        ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT * FROM r;; ;",
+         InsertInto(Name(("t",)), query=plain_sql(
+             "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT * FROM r\n)"))),
+        ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT 'a' ';'",
+         InsertInto(Name(("t",)), query=plain_sql(
+             "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT 'a' ';'\n)"))),
+        ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT `;` FROM r",
+         InsertInto(Name(("t",)), query=plain_sql(
+             "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT `;` FROM r\n)"))),
         ("WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT * FROM r -- done",
          InsertInto(Name(("t",)), query=plain_sql(
              "WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT * FROM r -- done\n)"))),
@@ -277,6 +286,15 @@ def test_a_huge_statement_is_recognised_from_a_bounded_head(
     view = parse("CREATE VIEW default.v AS SELECT 1 AS x" + tail + " FROM t")
     assert isinstance(view, CreatePersistentView)
     assert view.sources == (), "a source past the tokenized bound is Spark's to check"
+    assert max(tokenized) <= MAX_TOKENIZED_CHARS
+
+    tokenized.clear()
+    lead = "WITH s AS (SELECT 1) INSERT INTO t WITH r AS (SELECT 2) SELECT 1"
+    inserted = parse(lead + tail + " ; ;")
+    assert isinstance(inserted, InsertInto)
+    assert inserted.query.sql.query == (
+        f"WITH s AS (SELECT 1) SELECT * FROM (WITH r AS (SELECT 2) SELECT 1{tail}\n)"
+    )
     assert max(tokenized) <= MAX_TOKENIZED_CHARS
 
 
