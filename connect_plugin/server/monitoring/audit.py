@@ -2,7 +2,7 @@
 
 Each line holds the time (UTC, ISO 8601), the user (the token's user when
 the gateway authenticates, else the one the client claims), the session id,
-the RPC method, what was handled (``kind``: the statement or plugin message,
+the operation id the request names (null if none), the RPC method, what was handled (``kind``: the statement or plugin message,
 e.g. ``CreateTempTable``, ``DropTempTable``, ``Scan``; or ``refusal``), the
 temp table it names if any, the outcome (``ok``, ``refused``, ``failed``)
 and the error class of a refusal or failure. Never a token, never SQL text,
