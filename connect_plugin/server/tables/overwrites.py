@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.types import DoubleType, FloatType, StructType
+from pyspark.sql.types import DoubleType, FloatType, StructField, StructType
 
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import files_relation
@@ -53,7 +53,8 @@ def with_partitions_replaced(table: TempTable, rows: spark_proto.Relation) -> sp
     """
     schema = StructType.fromJson(json.loads(table.schema_json))
     names = schema.names
-    partitions = ", ".join(_partition_key(schema, c) for c in table.partition_columns)
+    wanted = {c.lower() for c in table.partition_columns}
+    partitions = ", ".join(_partition_key(f) for f in schema.fields if f.name.lower() in wanted)
     both = _union_all(_marked(files_relation(table), 0), _marked(rows, 1))
     replaced = spark_proto.Relation()
     with deep_messages():
@@ -85,10 +86,9 @@ def with_rows_replaced(
     return _union_all(kept, rows)
 
 
-def _partition_key(schema: StructType, column: str) -> str:
-    quoted = quote_identifier(column)
-    types = [f.dataType for f in schema.fields if f.name.lower() == column.lower()]
-    if any(isinstance(t, FloatType | DoubleType) for t in types):
+def _partition_key(field: StructField) -> str:
+    quoted = quote_identifier(field.name)
+    if isinstance(field.dataType, FloatType | DoubleType):
         return f"CAST({quoted} AS STRING)"
     return quoted
 

@@ -10,7 +10,15 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConnectPluginError
-from connect_plugin.server.detached import Answer, Answers, Detached, FollowUps, Running, once
+from connect_plugin.server.detached import (
+    Answer,
+    Answers,
+    Detached,
+    FollowUp,
+    FollowUps,
+    Running,
+    once,
+)
 
 KEY = ("user", "session", "operation")
 
@@ -316,11 +324,17 @@ def _slow_follow_up(ran: list[str]) -> Callable[[], Awaitable[None]]:
     return follow_up
 
 
+def _led(follow_up: FollowUp) -> FollowUps:
+    """Follow-ups holding ``follow_up`` for ``KEY``, led by one stream."""
+    follow_ups = FollowUps(5.0)
+    follow_ups.lead(KEY, follow_up)
+    return follow_ups
+
+
 def test_a_stream_that_reattaches_while_the_follow_up_runs_waits_for_its_end() -> None:
     async def scenario() -> None:
         ran: list[str] = []
-        follow_ups = FollowUps(5.0)
-        follow_ups.lead(KEY, _slow_follow_up(ran))
+        follow_ups = _led(_slow_follow_up(ran))
         first = asyncio.ensure_future(follow_ups.run(KEY))
         await asyncio.sleep(0.02)
         assert follow_ups.followed(KEY), "the reattached stream has the run to wait for"
@@ -336,8 +350,7 @@ def test_a_stream_that_reattaches_while_the_follow_up_runs_waits_for_its_end() -
 def test_a_follow_up_runs_to_its_end_when_the_stream_running_it_is_cancelled() -> None:
     async def scenario() -> None:
         ran: list[str] = []
-        follow_ups = FollowUps(5.0)
-        follow_ups.lead(KEY, _slow_follow_up(ran))
+        follow_ups = _led(_slow_follow_up(ran))
         stream = asyncio.ensure_future(follow_ups.run(KEY))
         await asyncio.sleep(0.02)
         stream.cancel()
