@@ -1,6 +1,7 @@
 """Random sequences of statements on one table, written once for Spark and for DuckDB.
 
-A sequence starts from a random table (format, partitioning, rows with
+A sequence starts from a random table (format, partitioning, the type of
+its column ``k``, which a partitioned table is partitioned by, rows with
 NULLs and repeated ids) and runs INSERT (of values, or of the table's own
 rows, led by WITH or Hive's FROM or not), INSERT OVERWRITE, DELETE, UPDATE,
 MERGE INTO, TRUNCATE, CREATE OR REPLACE ... AS SELECT from the table itself
@@ -14,6 +15,9 @@ reference for them is the table unchanged.
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -21,7 +25,9 @@ from hypothesis import strategies as st
 
 DML_RUNS = pytest.StashKey[list[str]]()
 """The random runs' lines in the session's "dml differential" summary."""
-COLUMNS = "id INT, k INT, v BIGINT, s STRING"
+KEY_TYPE = "@K@"
+"""Where a statement names the type of ``k``: it is written for each sequence's own."""
+COLUMNS = f"id INT, k {KEY_TYPE}, v BIGINT, s STRING"
 NAMES = ("id", "k", "v", "s")
 """The columns in declared order (Spark moves a partition column last)."""
 FORMATS = ("parquet", "orc", "json", "csv")
@@ -39,6 +45,38 @@ WRITES = (
     "saveAsTable overwrite",
 )
 ALL_COLUMNS = ", ".join(NAMES)
+KEYS: dict[str, tuple[Callable[[int], str], str]] = {
+    "INT": (str, "{}"),
+    "STRING": (lambda n: f"'p{n}'", "length({})"),
+    "DATE": (lambda n: f"DATE '2024-03-{n + 1:02d}'", "day({})"),
+    "DOUBLE": (lambda n: f"{n}.5", "floor({})"),
+}
+"""The types ``k`` is drawn from: the literal each of its values 0-3 is written as, and an
+integer both engines compute from it the same way (for a ``BIGINT`` column). A ``DOUBLE``
+partition column's folders are named by text, so its values leave out ``-0.0``, which
+DuckDB takes as ``0.0`` and Spark's own files keep apart."""
+_KEY_PARTS = re.compile(r"@(k|n):([^@]*)@")
+
+
+def key(n: int) -> str:
+    """Where a statement has the value ``n`` (0-3) of ``k``, written for its type later."""
+    return f"@k:{n}@"
+
+
+def key_number(column: str) -> str:
+    """Where a statement has an integer computed from ``column``, a ``k`` of either table."""
+    return f"@n:{column}@"
+
+
+def render(sql: str, key_type: str) -> str:
+    """``sql`` with the type, values and integers of ``k`` written for ``key_type``."""
+    literal, number = KEYS[key_type]
+
+    def one(found: re.Match[str]) -> str:
+        kind, what = found.groups()
+        return literal(int(what)) if kind == "k" else number.format(what)
+
+    return _KEY_PARTS.sub(one, sql.replace(KEY_TYPE, key_type))
 
 
 @dataclass(frozen=True)
@@ -52,6 +90,10 @@ class Statement:
     cardinality: str | None = None
     """A DuckDB query that finds a row exactly when a MERGE must be refused for matching a
     table row with several source rows."""
+    repeated: str | None = None
+    """For a MERGE whose only ``WHEN MATCHED`` clause is an unconditional DELETE: a DuckDB
+    query of the matches of the table's rows beyond the first of each. DuckDB counts such a
+    row deleted once per match, the gateway once, as the table loses it once."""
     counts: bool = True
     """Whether both engines answer with the rows the statement changed (DuckDB's INSERT and
     CREATE answer a count, Spark's nothing or the table created)."""
@@ -72,9 +114,36 @@ class Sequence:
     dynamic: bool = False
     """The session's ``spark.sql.sources.partitionOverwriteMode`` is ``dynamic``: an
     INSERT OVERWRITE of a partitioned table replaces the partitions it writes."""
+    key: str = "INT"
+    """The type of ``k`` (one of ``KEYS``)."""
+
+    @property
+    def columns(self) -> str:
+        return render(COLUMNS, self.key)
 
     def create(self) -> str:
-        return f"CREATE TEMPORARY TABLE t ({COLUMNS}) USING {self.fmt}{_partitioning(self.partitioned)}"
+        return f"CREATE TEMPORARY TABLE t ({self.columns}) USING {self.fmt}{_partitioning(self.partitioned)}"
+
+    def rendered(self) -> Sequence:
+        """The sequence with each statement's ``k`` written for its type."""
+
+        def text(sql: str | None) -> str | None:
+            return None if sql is None else render(sql, self.key)
+
+        statements = tuple(
+            dataclasses.replace(
+                s,
+                spark=render(s.spark, self.key),
+                duckdb=text(s.duckdb),
+                fails_when=text(s.fails_when),
+                cardinality=text(s.cardinality),
+                repeated=text(s.repeated),
+                overwriting=text(s.overwriting),
+            )
+            for s in self.statements
+        )
+        rows = tuple(render(r, self.key) for r in self.rows)
+        return dataclasses.replace(self, rows=rows, statements=statements)
 
 
 def _partitioning(partitioned: bool) -> str:
@@ -92,21 +161,21 @@ def _maybe(values: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 @st.composite
 def row(draw: st.DrawFn) -> str:
     ident = draw(st.integers(0, 8))
-    k = draw(_maybe(st.integers(0, 3).map(str)))
+    k = draw(_maybe(st.integers(0, 3).map(key)))
     v = draw(_maybe(small.map(str)))
     s = draw(_maybe(letters.map(lambda c: f"'{c}'")))
-    return f"({ident}, CAST({k} AS INT), CAST({v} AS BIGINT), CAST({s} AS STRING))"
+    return f"({ident}, CAST({k} AS {KEY_TYPE}), CAST({v} AS BIGINT), CAST({s} AS STRING))"
 
 
 def _atom(prefix: str) -> st.SearchStrategy[str]:
     return st.one_of(
         small.map(lambda n: f"{prefix}v > {n}"),
-        st.integers(0, 3).map(lambda n: f"{prefix}k = {n}"),
+        st.integers(0, 3).map(lambda n: f"{prefix}k = {key(n)}"),
         letters.map(lambda c: f"{prefix}s = '{c}'"),
         st.just(f"{prefix}v IS NULL"),
         st.just(f"{prefix}s IS NOT NULL"),
         st.just(f"{prefix}id % 2 = 0"),
-        st.just(f"{prefix}k IN (0, 1)"),
+        st.just(f"{prefix}k IN ({key(0)}, {key(1)})"),
     )
 
 
@@ -130,7 +199,7 @@ def number(prefix: str = "") -> st.SearchStrategy[str]:
         small.map(lambda n: f"coalesce({prefix}v, {n})"),
         small.map(str),
         st.just("NULL"),
-        st.just(f"{prefix}k"),
+        st.just(key_number(f"{prefix}k")),
         st.tuples(condition(prefix), small).map(
             lambda p: f"CASE WHEN {p[0]} THEN {prefix}v ELSE {p[1]} END"
         ),
@@ -148,7 +217,7 @@ def text(prefix: str = "") -> st.SearchStrategy[str]:
 
 
 def part(prefix: str = "") -> st.SearchStrategy[str]:
-    return st.one_of(st.just("NULL"), st.integers(0, 3).map(str), st.just(f"{prefix}k"))
+    return st.one_of(st.just("NULL"), st.integers(0, 3).map(key), st.just(f"{prefix}k"))
 
 
 @st.composite
@@ -349,12 +418,15 @@ def merge(draw: st.DrawFn) -> Statement:
     target = f"{draw(named)}{draw(st.sampled_from(['', ' AS t', ' t']))}"
     rest = f"USING {source} AS {SOURCE} ON {on} {' '.join(clauses)}"
     checked = bool(matched) and not (len(matched) == 1 and clauses[0] == "WHEN MATCHED THEN DELETE")
-    cardinality = (
-        f"SELECT 1 FROM t JOIN {source} AS {SOURCE} ON {on} GROUP BY t.rowid HAVING count(*) > 1"
-        if checked
-        else None
+    matches = f"SELECT count(*) AS n FROM t JOIN {source} AS {SOURCE} ON {on} GROUP BY t.rowid"
+    cardinality = f"SELECT 1 FROM ({matches}) WHERE n > 1" if checked else None
+    repeated = f"SELECT coalesce(sum(n - 1), 0) FROM ({matches})" if matched and not checked else None
+    return Statement(
+        f"MERGE INTO {target} {rest}",
+        f"MERGE INTO t {rest}",
+        cardinality=cardinality,
+        repeated=repeated,
     )
-    return Statement(f"MERGE INTO {target} {rest}", f"MERGE INTO t {rest}", cardinality=cardinality)
 
 
 def statement(fmt: str, partitioned: bool, dynamic: bool) -> st.SearchStrategy[Statement]:
@@ -387,4 +459,5 @@ def sequences(draw: st.DrawFn) -> Sequence:
             draw(st.lists(statement(fmt, partitioned, dynamic), min_size=1, max_size=6))
         ),
         dynamic=dynamic,
+        key=draw(st.sampled_from(list(KEYS))),
     )
