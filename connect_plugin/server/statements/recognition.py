@@ -335,6 +335,50 @@ def char_types(definitions: str) -> list[str]:
     return found
 
 
+_OPENING = frozenset((TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE))
+_CLOSING = frozenset((TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE))
+_NAMES = frozenset((TokenType.VAR, TokenType.IDENTIFIER))
+_UNSPLIT = frozenset((TokenType.OR, TokenType.XOR, TokenType.CASE, TokenType.BETWEEN))
+"""Words that, outside parentheses, keep ANDs from splitting a condition into conjuncts:
+an OR binds looser, and CASE and BETWEEN hold ANDs of their own."""
+MAX_CONDITION_CHARS = 2048
+"""Longer conditions are not looked into for the columns they compare (``compared_column``)."""
+
+
+def compared_column(condition: str, qualifier: str) -> str | None:
+    """A column ``c`` such that ``condition`` is a conjunction with ``qualifier.c = x.y``
+    (or ``x.y = qualifier.c``) among its terms: the condition is never true where that
+    column is NULL. ``None`` when it has none, or is too long to look into."""
+    if len(condition) > MAX_CONDITION_CHARS:
+        return None
+    terms: list[list[Token]] = [[]]
+    depth = 0
+    for token in _tokens(condition, complete=True):
+        if token.token_type in _OPENING:
+            depth += 1
+        elif token.token_type in _CLOSING:
+            depth -= 1
+        elif depth == 0 and token.token_type in _UNSPLIT:
+            return None
+        elif depth == 0 and token.token_type is TokenType.AND:
+            terms.append([])
+            continue
+        terms[-1].append(token)
+    wanted = qualifier.casefold()
+    for term in terms:
+        kinds = [t.token_type for t in term]
+        if len(term) != 7 or kinds[3] is not TokenType.EQ:
+            continue
+        if kinds[1] is not TokenType.DOT or kinds[5] is not TokenType.DOT:
+            continue
+        if not all(kinds[at] in _NAMES for at in (0, 2, 4, 6)):
+            continue
+        for at in (0, 4):
+            if term[at].text.casefold() == wanted:
+                return term[at + 2].text
+    return None
+
+
 def _name_of(text: str, what: str) -> Name:
     try:
         parts = [t.text for t in _tokens(text, complete=True) if t.token_type is not TokenType.DOT]

@@ -18,6 +18,7 @@ from pyspark.sql.types import BooleanType, IntegerType, LongType, StructField, S
 
 from connect_plugin.errors import TempTableError
 from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.statements.recognition import compared_column
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import (
     ChangeRows,
@@ -102,16 +103,30 @@ class Plan:
                 f"{quote_identifier(table.name)}"
             )
             sourced = f"SELECT *, TRUE AS {SOURCE_ROW} FROM {source_text}"
-            branches = {
-                MATCHED: f"{target}.{TARGET_ROW} IS NOT NULL AND {source}.{SOURCE_ROW} IS NOT NULL",
-                NOT_MATCHED_BY_SOURCE: f"{source}.{SOURCE_ROW} IS NULL",
-                NOT_MATCHED: f"{target}.{TARGET_ROW} IS NULL",
-            }
-            extra = [f"{target}.{TARGET_ROW} AS {TARGET_ROW}", f"{source}.{SOURCE_ROW} AS {SOURCE_ROW}"]
             matched = [c for c in clauses if c.branch == MATCHED]
             check = bool(matched) and not (
                 len(matched) == 1 and matched[0].action == DELETE and matched[0].condition is None
             )
+            compared = None
+            if check and _key(source_name) != _key(target_name):
+                compared = compared_column(request.on, target_name)
+            present, absent = f"{target}.{TARGET_ROW} IS NOT NULL", f"{target}.{TARGET_ROW} IS NULL"
+            target_row = f"{target}.{TARGET_ROW}"
+            if compared is not None:
+                # A row of the join holds a table row unless it is a source row no table
+                # row matched, whose table columns are all NULL: the one the condition
+                # compares is never NULL in a match. A mark on the table's rows would go
+                # through the join's shuffle as one more column (4 % of a 2 M-row MERGE).
+                column = f"{target}.{quote_identifier(compared)}"
+                present = f"({source}.{SOURCE_ROW} IS NULL OR {column} IS NOT NULL)"
+                absent = f"({source}.{SOURCE_ROW} IS NOT NULL AND {column} IS NULL)"
+                target_row = f"CASE WHEN {present} THEN TRUE END"
+            branches = {
+                MATCHED: f"{present} AND {source}.{SOURCE_ROW} IS NOT NULL",
+                NOT_MATCHED_BY_SOURCE: f"{source}.{SOURCE_ROW} IS NULL",
+                NOT_MATCHED: absent,
+            }
+            extra = [f"{target_row} AS {TARGET_ROW}", f"{source}.{SOURCE_ROW} AS {SOURCE_ROW}"]
             cardinality = (
                 f"SELECT 1 FROM ({numbered}) AS {target} JOIN ({sourced}) AS {source} ON "
                 f"({request.on}) GROUP BY {target}.{TARGET_ROW} HAVING count(1) > 1 LIMIT 1"
@@ -119,8 +134,13 @@ class Plan:
                 else None
             )
             # Where the cardinality is checked, a row of the table needs only a mark, not a
-            # number: a BOOLEAN goes through the join's shuffle instead of a BIGINT.
-            marked = f"SELECT *, TRUE AS {TARGET_ROW} FROM {quote_identifier(table.name)}"
+            # number: a BOOLEAN goes through the join's shuffle instead of a BIGINT; and none
+            # where the condition compares a column of the table.
+            marked = (
+                f"SELECT *, TRUE AS {TARGET_ROW} FROM {quote_identifier(table.name)}"
+                if compared is None
+                else table_rows
+            )
             rows = (marked if check else numbered, target_name)
             joined, on = (sourced, source_name), request.on
         else:

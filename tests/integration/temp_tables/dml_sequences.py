@@ -45,6 +45,14 @@ WRITES = (
     "saveAsTable overwrite",
 )
 ALL_COLUMNS = ", ".join(NAMES)
+MERGE_ON = (
+    "t.id = src.id",
+    "src.id = t.id",
+    "src.k = t.k AND t.id = src.id",
+    "t.id IS NOT DISTINCT FROM src.id",
+)
+"""A MERGE's join conditions: the gateway tells the table's rows in the join by the column
+an equality compares (``id``, or ``k``, which may be NULL), or by a mark where none does."""
 KEYS: dict[str, tuple[Callable[[int], str], str]] = {
     "INT": (str, "{}"),
     "STRING": (lambda n: f"'p{n}'", "length({})"),
@@ -380,7 +388,7 @@ def failing(fmt: str, partitioned: bool) -> st.SearchStrategy[Statement]:
 def merge(draw: st.DrawFn) -> Statement:
     rows = draw(st.lists(row(), min_size=1, max_size=4))
     source = f"(SELECT * FROM (VALUES {', '.join(rows)}) AS {SOURCE}(id, k, v, s))"
-    on = "t.id = src.id"
+    on = draw(st.sampled_from(MERGE_ON))
     if draw(st.booleans()):
         on += f" AND {draw(condition('src.'))}"
     clauses = []

@@ -302,3 +302,30 @@ def test_a_cttas_head_longer_than_the_bound_is_an_error_naming_the_bound() -> No
     options = ", ".join(f"k{i} 'v'" for i in range(MAX_TOKENIZED_CHARS // 6))
     with pytest.raises(TempTableError, match=f"within its first {MAX_TOKENIZED_CHARS} characters"):
         parse(f"CREATE TEMP TABLE t OPTIONS ({options}) AS SELECT 1")
+
+
+@pytest.mark.parametrize(
+    ("condition", "column"),
+    [
+        ("t.id = s.id", "id"),
+        ("s.id == T.id AND s.v > 1", "id"),
+        ("f(a AND b) AND `t`.`my id` = s.x", "my id"),
+        ("x > 1 AND t.k = s.k AND y", "k"),
+        ("t.id <=> s.id", None),
+        ("t.id = s.id OR s.v > 1", None),
+        ("CASE WHEN a AND t.id = s.id AND b THEN TRUE END", None),
+        ("s.v BETWEEN 1 AND t.id = s.id", None),
+        ("t.id = s.id IS NULL", None),
+        ("(t.id = s.id)", None),
+        ("t.id + 1 = s.id", None),
+        ("u.id = s.id", None),
+        ("t.id = s.id AND " + "x = 1 AND " * 300 + "TRUE", None),
+    ],
+)
+def test_a_condition_compares_a_column_of_a_qualifier_only_in_a_conjunct_of_its_own(
+    condition: str, column: str | None
+) -> None:
+    """``compared_column`` finds ``t.c = x.y`` only where the condition is its conjunction,
+    so that the condition is false wherever that column is NULL; anything else (a null-safe
+    comparison, an OR, ANDs of a CASE or BETWEEN, a text past the bound) finds none."""
+    assert statements.compared_column(condition, "t") == column

@@ -10,11 +10,21 @@ from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.tables.row_change_plans import WRITTEN, Plan
+from connect_plugin.server.tables.row_change_plans import (
+    DELETE,
+    INSERT,
+    MATCHED,
+    NOT_MATCHED,
+    UPDATE,
+    WRITTEN,
+    Plan,
+)
 from connect_plugin.server.transport.requests import (
     Assignment,
     ChangeRows,
     DeleteFrom,
+    MergeClause,
+    MergeInto,
     Name,
     TruncateTable,
     UpdateTable,
@@ -103,3 +113,52 @@ def test_only_the_choice_of_the_table_columns_follows_the_observation(
         kinds.append(node.WhichOneof("rel_type"))
         node = getattr(node, kinds[-1]).input
     assert kinds == between
+
+
+def _merge(on: str, *, source_alias: str = "s") -> MergeInto:
+    clauses = (
+        MergeClause(MATCHED, UPDATE, None, (Assignment(Name(("s",)), "s.s"),)),
+        MergeClause(NOT_MATCHED, INSERT, None, star=True),
+    )
+    return MergeInto(T, "t", source="src", source_alias=source_alias, on=on, clauses=clauses)
+
+
+@pytest.mark.parametrize(
+    ("on", "source_alias", "marked"),
+    [
+        ("t.id = s.id", "s", False),
+        ("s.id = t.id AND s.s = 'x'", "s", False),
+        ("t.id <=> s.id", "s", True),
+        ("t.id = s.id OR s.s IS NULL", "s", True),
+        ("t.id = s.id", "T", True),
+    ],
+    ids=["compared", "compared in a conjunction", "null-safe", "or", "source named like the table"],
+)
+def test_a_merge_marks_the_tables_rows_only_where_its_condition_compares_none_of_their_columns(
+    on: str, source_alias: str, marked: bool
+) -> None:
+    plan = Plan.of(_merge(on, source_alias=source_alias), _table(rows=10))
+    assert ("TRUE AS __connect_plugin_target_row" in plan.target[0]) is marked
+    assert plan.cardinality is not None
+    if not marked:
+        assert plan.target[0] == "SELECT * FROM `t`"
+        assert "`s`.__connect_plugin_source_row IS NULL OR `t`.`id` IS NOT NULL" in " ".join(
+            plan.select
+        )
+
+
+def test_a_merge_that_may_match_a_row_twice_numbers_the_tables_rows_whatever_its_condition() -> (
+    None
+):
+    """Its repeated matches are found by the table rows' numbers, not counted."""
+    matched_delete = MergeInto(
+        T,
+        "t",
+        source="src",
+        source_alias="s",
+        on="t.id = s.id",
+        clauses=(MergeClause(MATCHED, DELETE, None),),
+    )
+    plan = Plan.of(matched_delete, _table(rows=10))
+    assert "monotonically_increasing_id()" in plan.target[0]
+    assert plan.cardinality is None
