@@ -21,7 +21,7 @@ tokenized whole there:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql.connect import proto as spark_proto
@@ -343,13 +343,19 @@ _UNSPLIT = frozenset((TokenType.OR, TokenType.XOR, TokenType.CASE, TokenType.BET
 an OR binds looser, and CASE and BETWEEN hold ANDs of their own."""
 MAX_CONDITION_CHARS = 2048
 """Longer conditions are not looked into for the columns they compare (``compared_column``)."""
+_UNREAD = ("--", "/*", "${", "\\")
+"""Texts a condition is not looked into with: Spark's comments (a line comment ending in a
+backslash goes on in Spark, not in sqlglot), its ``${var}`` substitution before parsing,
+and escapes."""
 
 
-def compared_column(condition: str, qualifier: str) -> str | None:
-    """A column ``c`` such that ``condition`` is a conjunction with ``qualifier.c = x.y``
-    (or ``x.y = qualifier.c``) among its terms: the condition is never true where that
-    column is NULL. ``None`` when it has none, or is too long to look into."""
-    if len(condition) > MAX_CONDITION_CHARS:
+def compared_column(condition: str, qualifier: str, columns: Collection[str]) -> str | None:
+    """One of ``columns``, ``c``, such that ``condition`` is a conjunction with
+    ``qualifier.c = x.y`` (or ``x.y = qualifier.c``) among its terms: the condition is
+    never true where that column is NULL. Names match exactly, as they do whether or not
+    Spark is case-sensitive. ``None`` when it has none, or is too long or too unusual to
+    look into."""
+    if len(condition) > MAX_CONDITION_CHARS or any(text in condition for text in _UNREAD):
         return None
     terms: list[list[Token]] = [[]]
     depth = 0
@@ -364,7 +370,6 @@ def compared_column(condition: str, qualifier: str) -> str | None:
             terms.append([])
             continue
         terms[-1].append(token)
-    wanted = qualifier.casefold()
     for term in terms:
         kinds = [t.token_type for t in term]
         if len(term) != 7 or kinds[3] is not TokenType.EQ:
@@ -374,7 +379,7 @@ def compared_column(condition: str, qualifier: str) -> str | None:
         if not all(kinds[at] in _NAMES for at in (0, 2, 4, 6)):
             continue
         for at in (0, 4):
-            if term[at].text.casefold() == wanted:
+            if term[at].text == qualifier and term[at + 2].text in columns:
                 return term[at + 2].text
     return None
 

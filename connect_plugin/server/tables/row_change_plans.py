@@ -109,7 +109,7 @@ class Plan:
             )
             compared = None
             if check and _key(source_name) != _key(target_name):
-                compared = compared_column(request.on, target_name)
+                compared = compared_column(request.on, target_name, schema.names)
             present, absent = f"{target}.{TARGET_ROW} IS NOT NULL", f"{target}.{TARGET_ROW} IS NULL"
             target_row = f"{target}.{TARGET_ROW}"
             if compared is not None:

@@ -55,7 +55,7 @@ MERGE_ON = (
 an equality compares (``id``, or ``k``, which may be NULL), or by a mark where none does."""
 KEYS: dict[str, tuple[Callable[[int], str], str]] = {
     "INT": (str, "{}"),
-    "STRING": (lambda n: f"'p{n}'", "length({})"),
+    "STRING": (lambda n: f"'{'p' * (n + 1)}'", "length({})"),
     "DATE": (lambda n: f"DATE '2024-03-{n + 1:02d}'", "day({})"),
     "DOUBLE": (lambda n: f"{n}.5", "floor({})"),
 }

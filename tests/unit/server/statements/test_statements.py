@@ -308,9 +308,12 @@ def test_a_cttas_head_longer_than_the_bound_is_an_error_naming_the_bound() -> No
     ("condition", "column"),
     [
         ("t.id = s.id", "id"),
-        ("s.id == T.id AND s.v > 1", "id"),
+        ("s.id == t.id AND s.v > 1", "id"),
         ("f(a AND b) AND `t`.`my id` = s.x", "my id"),
         ("x > 1 AND t.k = s.k AND y", "k"),
+        ("t.nothing = s.id AND t.k = s.k", "k"),
+        ("T.id = s.id", None),
+        ("t.ID = s.id", None),
         ("t.id <=> s.id", None),
         ("t.id = s.id OR s.v > 1", None),
         ("CASE WHEN a AND t.id = s.id AND b THEN TRUE END", None),
@@ -319,6 +322,9 @@ def test_a_cttas_head_longer_than_the_bound_is_an_error_naming_the_bound() -> No
         ("(t.id = s.id)", None),
         ("t.id + 1 = s.id", None),
         ("u.id = s.id", None),
+        ("s.id <=> t.id -- NULL ids match \\\nAND t.k = s.k", None),
+        ("s.id <=> t.id /* c */ AND t.k = s.k", None),
+        ("t.k = s.k AND ${p}", None),
         ("t.id = s.id AND " + "x = 1 AND " * 300 + "TRUE", None),
     ],
 )
@@ -326,6 +332,8 @@ def test_a_condition_compares_a_column_of_a_qualifier_only_in_a_conjunct_of_its_
     condition: str, column: str | None
 ) -> None:
     """``compared_column`` finds ``t.c = x.y`` only where the condition is its conjunction,
-    so that the condition is false wherever that column is NULL; anything else (a null-safe
-    comparison, an OR, ANDs of a CASE or BETWEEN, a text past the bound) finds none."""
-    assert statements.compared_column(condition, "t") == column
+    so that the condition is false wherever that column is NULL, and only for a column of
+    the table named as the table names it; anything else (a null-safe comparison, an OR, ANDs
+    of a CASE or BETWEEN, comments, which Spark may read further than sqlglot, a ``${var}``
+    Spark substitutes first, a text past the bound) finds none."""
+    assert statements.compared_column(condition, "t", ("id", "k", "my id")) == column
