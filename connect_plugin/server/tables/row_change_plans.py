@@ -62,10 +62,12 @@ TARGETS_OUT = WRITTEN + 1
 class Plan:
     """The query that computes the new version of a table for a row change.
 
-    ``select``: SQL expressions of the table's columns (old values), the index
-    of the clause applying to each row (``CLAUSE``) and each clause's new
-    values; ``values``: per clause, the value column of each table column it
-    sets.
+    ``inner``: SQL expressions of the rows the select reads: every column of the
+    table's rows and a MERGE's source rows, under the names the statement gives
+    them, and the index of the clause applying to each row (``CLAUSE``).
+    ``select``: SQL expressions of the table's columns (old values), the clause
+    index and each clause's new values, computed only where its clause applies;
+    ``values``: per clause, the value column of each table column it sets.
     """
 
     table: TempTable
@@ -79,6 +81,7 @@ class Plan:
     """For a MERGE, the source's rows as SQL and their name; they are full outer joined
     with the table's rows on ``on``."""
     on: str
+    inner: tuple[str, ...]
     cardinality: str | None
     """For a MERGE that must match each table row at most once: SQL that finds a row of
     the table matched by several source rows (Spark's ``MERGE_CARDINALITY_VIOLATION``),
@@ -155,12 +158,17 @@ class Plan:
         )
         select = [f"{target}.{quote_identifier(f.name)} AS {quote_identifier(f.name)}" for f in schema.fields]
         select += extra
-        select.append(f"{_clause_index(clauses, branches)} AS {CLAUSE}")
+        select.append(CLAUSE)
         for k in range(len(clauses)):
-            guard = _guard(clauses, k, branches)
             for i, expression in values[k].items():
                 if expression is not None:
-                    select.append(f"CASE WHEN {guard} THEN ({expression}) END AS {_VALUE.format(k, i)}")
+                    select.append(f"CASE WHEN {CLAUSE} = {k} THEN ({expression}) END AS {_VALUE.format(k, i)}")
+        # The clause index is computed once, under the select: a value of clause k computed
+        # where the conditions choosing the clause held took them into each value's code
+        # again (a 2 M-row MERGE's query took 1.07x the same change by hand with its counts;
+        # 1.00x with the index computed once). The rows keep the statement's names for them.
+        inner = [f"{target}.*", *([f"{source}.*"] if source else [])]
+        inner.append(f"{_clause_index(clauses, branches)} AS {CLAUSE}")
         return cls(
             table,
             schema,
@@ -173,6 +181,7 @@ class Plan:
             rows,
             joined,
             on,
+            tuple(inner),
             cardinality,
         )
 
@@ -201,9 +210,14 @@ class Plan:
             for i, column in v.items():
                 if column is not None:
                     fields.append(StructField(column, self.schema.fields[i].dataType))
+        chosen = spark_proto.Relation()
+        with deep_messages():
+            chosen.project.input.CopyFrom(self._rows())
+        for expression in self.inner:
+            chosen.project.expressions.add().expression_string.expression = expression
         selected = spark_proto.Relation()
         with deep_messages():
-            selected.project.input.CopyFrom(self._rows())
+            selected.project.input.CopyFrom(chosen)
         for expression in self.select:
             selected.project.expressions.add().expression_string.expression = expression
         relation = spark_proto.Relation()
@@ -412,17 +426,6 @@ def _clause_index(clauses: Sequence[MergeClause], branches: dict[str, str]) -> s
         chosen = f"CASE {' '.join(cases)} ELSE {otherwise} END" if cases else str(otherwise)
         parts.append(f"WHEN {predicate} THEN {chosen}")
     return f"CASE {' '.join(parts)} END"
-
-
-def _guard(clauses: Sequence[MergeClause], k: int, branches: dict[str, str]) -> str:
-    """SQL that is true exactly for the rows clause ``k`` applies to, evaluating the
-    conditions in the order the statement gives them."""
-    clause = clauses[k]
-    earlier = [
-        f"WHEN {_condition(c)} THEN FALSE" for c in clauses[:k] if c.branch == clause.branch
-    ]
-    inner = f"CASE {' '.join(earlier)} WHEN {_condition(clause)} THEN TRUE ELSE FALSE END"
-    return f"(CASE WHEN {branches[clause.branch]} THEN {inner} ELSE FALSE END)"
 
 
 def _condition(clause: MergeClause) -> str:
