@@ -1,29 +1,39 @@
 """The records ``on_error="reject"`` drops, written where the rejects table reads them.
 
 Spark's workers read the files of a scan in many partitions at once, and a
-task may run again (a retry, a speculative copy) or stop half way (a
-``limit``). So each source file's rejects go to a parquet file of their own,
+task may run again (a retry, a speculative copy), stop half way (a
+``limit``), or read the same file as another task of the same query (a
+scan used twice in one query: a union, a self-join). So each source file's
+rejects go to a parquet file of their own,
 ``<rejects_folder>/<scan_id>-<sha256 of the file's URL>.parquet``, written
-to a hidden temporary name and renamed once the source file was read to its
-end: a task that stops early writes nothing, and one that runs again
-replaces the same file with the same rows. The files are private (0600),
-as every file of the temp workspace is.
+under a temporary name in the folder's hidden ``.writing`` folder and
+renamed into place once the source file was read to its end: a task that
+stops early writes nothing, and one that reads the file again replaces the
+same file with the same rows, so each bad record is there once. Spark never
+sees a temporary file: it skips hidden folders, whose own entry never goes
+away while it lists the table (a temporary file listed and then renamed
+fails the listing). The files are private (0600), as every file of the temp
+workspace is.
 
 Each file read is written again, so the files a query wrote are those new
 or replaced since a snapshot taken before it (``snapshot``,
 ``rows_written_since``): their footers say how many records it rejected.
+After a query, the rejects of other scans that it did not see written are
+deleted (``delete_other_scans``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import uuid
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from connect_plugin.errors import ScanError
 from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.records import Reject
 from connect_plugin.scanning.reading.scanner import ScanReader
@@ -43,20 +53,28 @@ REJECTS_SCHEMA = pa.schema(
 """The rejects table's columns (DuckDB's ``reject_errors`` has the same ideas, by these names)."""
 
 _FILE_MODE = 0o600
+_FOLDER_MODE = 0o700
+
+WRITING_FOLDER = ".writing"
+"""The folder, inside the rejects folder, where rejects files are written before they are
+renamed into place."""
+
+_REJECTS_FILE = re.compile(r"^([0-9a-f]{32})-[0-9a-f]{32}\.parquet$")
+"""A rejects file's name: the scan's id, the digest of its source file's URL."""
 
 Snapshot = dict[str, tuple[int, int, int]]
-"""A scan's rejects files in a folder: name to (inode, size, modification time in ns)."""
+"""The rejects files in a folder: name to (inode, size, modification time in ns)."""
 
 
-def snapshot(folder: str, scan_id: str) -> Snapshot:
-    """The rejects files of scan ``scan_id`` in ``folder`` now (hidden temporary ones left out)."""
+def snapshot(folder: str) -> Snapshot:
+    """The rejects files in ``folder`` now (of every scan; Spark's own files left out)."""
     found: Snapshot = {}
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
         return found
     for entry in entries:
-        if entry.name.startswith(f"{scan_id}-") and entry.name.endswith(".parquet"):
+        if _REJECTS_FILE.match(entry.name):
             try:
                 stat = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
@@ -65,11 +83,27 @@ def snapshot(folder: str, scan_id: str) -> Snapshot:
     return found
 
 
-def rows_written_since(folder: str, scan_id: str, before: Snapshot) -> int:
+def delete_other_scans(folder: str, scan_ids: frozenset[str], before: Snapshot) -> int:
+    """Delete the rejects files in ``folder`` of scans not in ``scan_ids`` that are as they
+    were at ``before`` (a file written since is another reader's, kept); how many."""
+    deleted = 0
+    for name, state in snapshot(folder).items():
+        match = _REJECTS_FILE.match(name)
+        if match is None or match.group(1) in scan_ids or before.get(name) != state:
+            continue
+        try:
+            os.remove(os.path.join(folder, name))
+        except FileNotFoundError:
+            continue
+        deleted += 1
+    return deleted
+
+
+def rows_written_since(folder: str, before: Snapshot) -> int:
     """Records rejected into ``folder`` by the reads since ``before``: rows of the files that
     are new or were replaced since then, from their parquet footers."""
     rows = 0
-    for name, state in snapshot(folder, scan_id).items():
+    for name, state in snapshot(folder).items():
         if before.get(name) == state:
             continue
         try:
@@ -82,9 +116,10 @@ def rows_written_since(folder: str, scan_id: str, before: Snapshot) -> int:
 class RejectFiles:
     """A ``RejectSink`` that keeps one source file's rejects and writes them once it is read."""
 
-    def __init__(self, folder: str, scan_id: str) -> None:
+    def __init__(self, folder: str, scan_id: str, table: str = "") -> None:
         self.folder = folder
         self.scan_id = scan_id
+        self.table = table
         self._rejects: list[Reject] = []
 
     @classmethod
@@ -92,7 +127,7 @@ class RejectFiles:
         """The sink of a spec the gateway gave a rejects folder; None for any other scan."""
         if spec.rejects_folder is None:
             return None
-        return cls(spec.rejects_folder, spec.scan_id)
+        return cls(spec.rejects_folder, spec.scan_id, spec.rejects_table or "")
 
     def write(self, reject: Reject) -> None:
         self._rejects.append(reject)
@@ -129,7 +164,8 @@ class RejectFiles:
             schema=REJECTS_SCHEMA,
         )
         final = self.path_of(url)
-        temporary = os.path.join(self.folder, f".{os.path.basename(final)}.{uuid.uuid4().hex}")
+        writing = self._writing_folder()
+        temporary = os.path.join(writing, f".{os.path.basename(final)}.{uuid.uuid4().hex}")
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
         try:
             with os.fdopen(descriptor, "wb") as sink:
@@ -139,3 +175,21 @@ class RejectFiles:
             if os.path.exists(temporary):
                 os.remove(temporary)
             raise
+
+    def _writing_folder(self) -> str:
+        """The folder temporary files are written in, made on first use (never the rejects
+        folder itself: one that is gone belongs to a table dropped or replaced since the scan
+        was planned)."""
+        writing = os.path.join(self.folder, WRITING_FOLDER)
+        try:
+            os.mkdir(writing, _FOLDER_MODE)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            raise ScanError(
+                f"the rejects table [{self.table}] of this scan no longer exists (it was dropped "
+                f"or replaced since the scan was planned; its folder {self.folder} is gone), so "
+                "the records the scan rejects have nowhere to go; run the scan again, or create "
+                "its view again, to have the table made"
+            ) from None
+        return writing

@@ -169,14 +169,15 @@ class ScanSpec:
 
     @cached_property
     def scan_id(self) -> str:
-        """A hash of what decides a scan's records and rejects (not batch limits nor the folder).
+        """A hash of what decides a scan's records and rejects (not batch limits, the folder,
+        nor the files a query's filter prunes).
 
-        Reading the same scan again (another action on the same DataFrame)
-        gives the same rejects file names, so its rejects replace, not repeat,
-        the ones before.
+        Reading the same scan again (another action on the same DataFrame, a
+        filtered copy of it in the same query or a later one) gives the same
+        rejects file names, so its rejects replace, not repeat, the ones before.
         """
         data = self.to_dict()
-        del data["max_rows"], data["max_bytes"], data["rejects_folder"]
+        del data["max_rows"], data["max_bytes"], data["rejects_folder"], data["file_filter"]
         data["storage"] = options_digest(self.storage_options)
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:32]

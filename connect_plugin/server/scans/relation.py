@@ -86,7 +86,7 @@ class ScanHandler(Handler[ScanFiles]):
         return await self.execute(call, request)
 
     async def execute(self, call: Call, request: ScanFiles) -> Outcome:
-        read = await self._scans.read(call.context, request.message)
+        read = await self._scans.read(call, request.message)
         return Outcome(read.relation, read.after)
 
 
@@ -113,10 +113,9 @@ class Scans:
         self._upstream = upstream
         self._rejects = rejects
 
-    async def relation(self, session: SessionContext, message: proto.Scan) -> spark_proto.Relation:
-        return (await self.read(session, message)).relation
-
-    async def read(self, session: SessionContext, message: proto.Scan) -> ScanRead:
+    async def read(self, call: Call, message: proto.Scan) -> ScanRead:
+        """The read of a ``Scan`` relation of the query ``call`` sent."""
+        session = call.context
         upstream = self._upstream.session(session)
         options = ScanOptions.from_message(message)
         file_filter = _file_filter(message.file_filter)
@@ -124,7 +123,7 @@ class Scans:
         if stamp:
             stamp = self._kept_stamp(session, message, stamp)
         return await self._source(
-            upstream, session, spec, count_rows=message.count_rows, files_stamp=stamp
+            upstream, call, spec, count_rows=message.count_rows, files_stamp=stamp
         )
 
     def _kept_stamp(self, context: SessionContext, message: proto.Scan, stamp: str) -> str:
@@ -144,16 +143,16 @@ class Scans:
         kept[key] = stamp
         return stamp
 
-    async def options_read(self, session: SessionContext, options: ScanOptions) -> ScanRead:
+    async def options_read(self, call: Call, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
-        upstream = self._upstream.session(session)
-        spec, stamp = await self._spec(upstream, session, options)
-        return await self._source(upstream, session, spec, count_rows=False, files_stamp=stamp)
+        upstream = self._upstream.session(call.context)
+        spec, stamp = await self._spec(upstream, call.context, options)
+        return await self._source(upstream, call, spec, count_rows=False, files_stamp=stamp)
 
     async def _source(
         self,
         upstream: UpstreamSession,
-        session: SessionContext,
+        call: Call,
         spec: ScanSpec,
         *,
         count_rows: bool,
@@ -161,15 +160,15 @@ class Scans:
     ) -> ScanRead:
         """The read of the scan data source for a spec: every route to a scan ends here.
 
-        A scan that rejects records gets its rejects table here, except a
-        row count, which judges no record and leaves the table as it is. A
-        scan of a temp table carries the table's ``files_stamp``.
+        A scan that rejects records gets its rejects table here, shared with
+        the query's other scans naming it, except a row count, which judges no
+        record and leaves the table as it is. A scan of a temp table carries
+        the table's ``files_stamp``.
         """
         after = None
         if spec.on_error is OnError.REJECT and not count_rows:
-            spec = await self._rejects.prepare(session, spec)
-            after = await self._rejects.refresher(session, spec)
-        await self._register(upstream, session)
+            spec, after = await self._rejects.fill(call.context, spec, call)
+        await self._register(upstream, call.context)
         relation = spark_proto.Relation()
         source = relation.read.data_source
         source.format = ScanDataSource.name()

@@ -86,7 +86,7 @@ class CreateScanViewHandler(Handler[CreateScanView]):
                 f"[{request.name}] is a temporary table of this session; drop it with DROP "
                 f"TABLE {request.name} before using the name for a view"
             )
-        read = await self._scans.options_read(call.context, request.options)
+        read = await self._scans.options_read(call, request.options)
         command = spark_proto.Command()
         view = command.create_dataframe_view
         view.name = request.name

@@ -13,6 +13,7 @@ listing of sessions or tables ever returns.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -168,18 +169,22 @@ class Workspace:
     @staticmethod
     def secure(folder: Path) -> int:
         """Give every folder below ``folder`` (itself included) 0700 and every file 0600; the
-        bytes of its data files, measured on the way (as ``size`` does)."""
+        bytes of its data files, measured on the way (as ``size`` does). A file or folder
+        that goes away meanwhile (a temporary file a scan's rejects were written to, renamed
+        into place) is passed over."""
         total = 0
         try:
             os.chmod(folder, FOLDER_MODE)
             for parent, dirs, files in os.walk(folder):
                 for name in dirs:
-                    os.chmod(os.path.join(parent, name), FOLDER_MODE)
+                    with contextlib.suppress(FileNotFoundError):
+                        os.chmod(os.path.join(parent, name), FOLDER_MODE)
                 for name in files:
                     path = os.path.join(parent, name)
-                    os.chmod(path, FILE_MODE)
-                    if not name.startswith((".", "_")):
-                        total += os.stat(path).st_size
+                    with contextlib.suppress(FileNotFoundError):
+                        os.chmod(path, FILE_MODE)
+                        if not name.startswith((".", "_")):
+                            total += os.stat(path).st_size
         except OSError as exc:
             raise WorkspaceError(f"cannot set the modes of [{folder}]: {exc}") from exc
         return total
@@ -191,8 +196,10 @@ class Workspace:
         Files are hard-linked (no data is copied; Spark never changes a
         written file, it only adds and deletes files), or copied where the
         file system refuses links. Each side can then delete its folder
-        without touching the other's data. Spark's unfinished output
-        (``_temporary``) is left out. Returns the number of files.
+        without touching the other's data. Unfinished output (Spark's
+        ``_temporary``, hidden folders such as ``.spark-staging-*`` and the
+        ``.writing`` folder of a scan's rejects) is left out. Returns the
+        number of files.
         """
 
         def missing(error: OSError) -> None:
@@ -202,7 +209,7 @@ class Workspace:
         try:
             os.mkdir(target, FOLDER_MODE)
             for parent, dirs, names in os.walk(source, onerror=missing):
-                dirs[:] = [d for d in dirs if d != "_temporary"]
+                dirs[:] = [d for d in dirs if d != "_temporary" and not d.startswith(".")]
                 here = target / os.path.relpath(parent, source)
                 for name in dirs:
                     os.mkdir(here / name, FOLDER_MODE)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.errors import AnalysisException, SparkRuntimeException
+from pyspark.sql import DataFrame, SparkSession
 
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
@@ -286,3 +287,97 @@ def test_a_sql_scan_view_of_an_object_store_rejects_into_its_table(
         if upstream.log_path is not None:
             assert secret not in upstream.log_path.read_text()
     spark.sql("DROP VIEW s3_logs")
+
+
+def dirty_folders(root: Path) -> dict[tuple[str, int], str]:
+    """``a/`` and ``b/``, each holding the dirty json files (``dir0`` tells them apart)."""
+    root.mkdir()
+    bad: dict[tuple[str, int], str] = {}
+    for part in ("a", "b"):
+        for (name, line), error in dirty_json(root / part).items():
+            bad[(f"{part}/{name}", line)] = error
+    return bad
+
+
+def placed_under(root: Path, rejects: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Each reject's (file relative to ``root``, line), as many times as the table holds it."""
+    return sorted((str(Path(r["file"]).relative_to(root)), r["line"]) for r in rejects)
+
+
+def test_a_reject_scan_used_twice_in_one_query_rejects_each_record_once(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Both sides of a union or a join read the same files, one side filtered (and so
+    pruned differently): each bad record is in the table once, and the query answers as
+    the same query under ``skip`` does (issue 44)."""
+    root = tmp_path / "json"
+    bad = dirty_folders(root)
+    everything = sorted(bad)
+
+    def scanned(on_error: str) -> DataFrame:
+        return connect_plugin.scan(
+            spark, str(root), format="json", schema="id BIGINT, name STRING",
+            on_error=on_error, rejects_table="twice" if on_error == "reject" else None,
+        )  # fmt: skip
+
+    queries: list[tuple[str, Callable[[DataFrame], Any]]] = [
+        ("union", lambda df: sorted(df.union(df).collect())),
+        ("union filtered", lambda df: sorted(df.union(df.where("id > 1")).collect())),
+        (
+            "two filters counted",
+            lambda df: df.where("id = 1").union(df.where("id = 11")).count(),
+        ),
+        ("join", lambda df: sorted(df.join(df.where("id > 1"), "id").collect())),
+        (
+            "pruned apart",
+            lambda df: sorted(df.where("dir0 = 'a'").union(df.where("dir0 = 'b'")).collect()),
+        ),
+    ]
+    rejecting, skipping = scanned("reject"), scanned("skip")
+    for name, query in queries:
+        assert query(rejecting) == query(skipping), name
+        assert placed_under(root, rejects_of(spark, "twice")) == everything, name
+
+
+def test_two_scans_naming_one_rejects_table_in_one_query_keep_both_scans_rejects(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """As DuckDB's scans naming one ``rejects_table`` do; neither replaces the other."""
+    bad = dirty_json(tmp_path / "json")
+    csv_bad = dirty_csv(tmp_path / "csv")
+    from_json = connect_plugin.scan(
+        spark, str(tmp_path / "json"), format="json", schema="id BIGINT, name STRING",
+        on_error="reject", rejects_table="shared",
+    )  # fmt: skip
+    from_csv = connect_plugin.scan(
+        spark, str(tmp_path / "csv"), format="csv", schema="id BIGINT, price DOUBLE",
+        on_error="reject", rejects_table="shared", options={"header": "true"},
+    )  # fmt: skip
+    both = from_json.select("id").union(from_csv.select("id"))
+    assert both.count() == 2 * FILES + 2 * FILES
+    expected = sorted({**bad, **csv_bad}.items())
+    assert sorted(placed(rejects_of(spark, "shared")).items()) == expected
+    assert len(rejects_of(spark, "shared")) == len(expected)
+    assert from_json.count() == 2 * FILES
+    assert sorted(placed(rejects_of(spark, "shared")).items()) == sorted(bad.items())
+
+
+def test_a_view_whose_rejects_table_was_dropped_fails_naming_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    dirty_json(tmp_path / "json")
+    spark.sql(
+        f"CREATE TEMPORARY VIEW orphaned USING scan OPTIONS (path '{tmp_path / 'json'}', "
+        "format 'json', schema 'id BIGINT, name STRING', on_error 'reject', "
+        "rejects_table 'gone_rejects')"
+    )
+    spark.sql("DROP TABLE gone_rejects")
+    try:
+        with pytest.raises(SparkRuntimeException) as caught:
+            spark.sql("SELECT * FROM orphaned").collect()
+        assert caught.value.getCondition() == "CONNECT_PLUGIN.SCAN"
+        assert str(caught.value).splitlines()[0].startswith(
+            "[CONNECT_PLUGIN.SCAN] the rejects table [gone_rejects] of this scan no longer exists"
+        )
+    finally:
+        spark.sql("DROP VIEW orphaned")

@@ -12,9 +12,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.errors import InvalidScanSpec, ScanError
 from connect_plugin.scanning import ScanReader, ScanSpec, plan_scan
-from connect_plugin.scanning.reading.rejects import REJECTS_SCHEMA, RejectFiles
+from connect_plugin.scanning.reading.rejects import (
+    REJECTS_SCHEMA,
+    WRITING_FOLDER,
+    RejectFiles,
+    delete_other_scans,
+    rows_written_since,
+    snapshot,
+)
+from connect_plugin.scanning.request import predicates
 from connect_plugin.scanning.request.options import OnError, ScanOptions
 from tests.unit.scanning.scan_checks import write_text
 
@@ -75,9 +83,12 @@ def test_sql_options_take_reject_and_the_table_name() -> None:
     assert (spec.on_error, spec.rejects_table) == (OnError.REJECT, "bad_rows")
 
 
-def test_the_scan_id_ignores_limits_and_folder_but_not_what_is_read() -> None:
+def test_the_scan_id_ignores_limits_folder_and_pruning_but_not_what_is_read() -> None:
     spec = ScanSpec(["/d"], "json", on_error="reject", columns=["a"])
-    same = dataclasses.replace(spec, max_rows=7, max_bytes=1 << 20, rejects_folder="/w/x")
+    pruned = predicates.from_json({"op": "eq", "column": "dir0", "value": "x"})
+    same = dataclasses.replace(
+        spec, max_rows=7, max_bytes=1 << 20, rejects_folder="/w/x", file_filter=pruned
+    )
     assert same.scan_id == spec.scan_id
     assert ScanSpec.from_json(same.to_json()).scan_id == spec.scan_id
     assert dataclasses.replace(spec, columns=["b"]).scan_id != spec.scan_id
@@ -92,7 +103,7 @@ def test_rejected_records_are_dropped_and_written_one_private_file_per_source_fi
     b = write_text(tmp_path / "in" / "b.json", '{"id": 4}\n{"id": \n[1, 2]\n')
     spec = rejecting(tmp_path / "in", tmp_path / "rejects", max_rows=1)
     assert read_all(spec).column("id").to_pylist() == [1, 3, 4]
-    files = sorted((tmp_path / "rejects").iterdir())
+    files = sorted((tmp_path / "rejects").glob("*.parquet"))
     sink = RejectFiles.of(spec)
     assert sink is not None
     assert [f.name for f in files] == sorted(Path(sink.path_of(str(path))).name for path in (a, b))
@@ -119,7 +130,42 @@ def test_a_file_read_again_replaces_its_rejects(tmp_path: Path) -> None:
     read_all(spec)
     read_all(spec)
     assert len(rejects_in(tmp_path / "rejects")) == 1
-    assert [p.name for p in (tmp_path / "rejects").iterdir() if p.name.startswith(".")] == []
+    hidden = [p.name for p in (tmp_path / "rejects").iterdir() if p.name.startswith(".")]
+    assert hidden == [WRITING_FOLDER]
+    assert list((tmp_path / "rejects" / WRITING_FOLDER).iterdir()) == []
+    assert stat.S_IMODE(os.stat(tmp_path / "rejects" / WRITING_FOLDER).st_mode) == 0o700
+
+
+def test_a_rejects_folder_gone_since_planning_is_an_error_naming_the_table(
+    tmp_path: Path,
+) -> None:
+    """A view's scan whose rejects table was dropped: the folder is never made again."""
+    write_text(tmp_path / "in" / "a.json", '{"id": 1}\n{"id": "x"}\n')
+    spec = rejecting(tmp_path / "in", tmp_path / "rejects", rejects_table="bad_rows")
+    (tmp_path / "rejects").rmdir()
+    with pytest.raises(ScanError, match=r"the rejects table \[bad_rows\] of this scan no longer"):
+        read_all(spec)
+    assert not (tmp_path / "rejects").exists()
+
+
+def test_the_rejects_of_other_scans_are_deleted_unless_written_since(tmp_path: Path) -> None:
+    write_text(tmp_path / "in" / "a.json", '{"id": 1}\n{"id": "x"}\n')
+    first = rejecting(tmp_path / "in", tmp_path / "rejects")
+    second = dataclasses.replace(first, columns=["id"])
+    third = dataclasses.replace(first, columns=["name", "id"])
+    folder = str(tmp_path / "rejects")
+    read_all(first)
+    read_all(second)
+    before = snapshot(folder)
+    assert len(before) == 2
+    read_all(third)
+    spark_file = tmp_path / "rejects" / "part-00000-0.snappy.parquet"
+    spark_file.write_bytes(b"")
+    assert delete_other_scans(folder, frozenset({second.scan_id}), before) == 1
+    left = sorted(name.split("-")[0] for name in snapshot(folder))
+    assert left == sorted([second.scan_id, third.scan_id])
+    assert spark_file.exists()
+    assert rows_written_since(folder, before) == 1
 
 
 def test_a_file_not_read_to_its_end_writes_no_rejects(tmp_path: Path) -> None:
