@@ -227,6 +227,13 @@ class BadRecord(ScanError):
     sql_state = "22000"
 
 
+class ScanInternalError(ScanError):
+    """The scan failed with an error of its own code, not of the files or options (a bug)."""
+
+    error_class = "CONNECT_PLUGIN.SCAN_INTERNAL"
+    sql_state = "XX000"
+
+
 class SettingProtected(ConnectPluginError):
     """A client tried to change a session setting the gateway relies on."""
 

@@ -166,15 +166,21 @@ class RejectFiles:
         final = self.path_of(url)
         writing = self._writing_folder()
         temporary = os.path.join(writing, f".{os.path.basename(final)}.{uuid.uuid4().hex}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
         try:
-            with os.fdopen(descriptor, "wb") as sink:
-                pq.write_table(table, sink)
-            os.replace(temporary, final)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.remove(temporary)
-            raise
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
+            try:
+                with os.fdopen(descriptor, "wb") as sink:
+                    pq.write_table(table, sink)
+                os.replace(temporary, final)
+            except BaseException:
+                if os.path.exists(temporary):
+                    os.remove(temporary)
+                raise
+        except OSError as exc:
+            raise ScanError(
+                f"cannot write the rejects of file {url} into the rejects table "
+                f"[{self.table}] (folder {self.folder}): {exc}"
+            ) from exc
 
     def _writing_folder(self) -> str:
         """The folder temporary files are written in, made on first use (never the rejects

@@ -14,7 +14,8 @@ Spark then calls, in Python workers:
   (and, for ``on_error="reject"``, writing each file's rejects to the
   rejects folder: ``rejects``).
 
-A scan error leaves each of these with its class first (``worker_errors``).
+A scan error leaves each of these with its class first, and any other exception
+as a scan error naming the file being read (``worker_errors``).
 
 The reader takes no filters from Spark (``pushFilters``): Spark 4.1 to 4.3
 keep the reader that one query's filters narrowed on the data source object
@@ -53,7 +54,7 @@ from connect_plugin.scanning.reading.rejects import RejectFiles
 from connect_plugin.scanning.reading.scanner import ScanReader
 from connect_plugin.scanning.request.spec import ScanSpec
 from connect_plugin.scanning.spark.spark_versions import spark_arrow_schema_of
-from connect_plugin.scanning.spark.worker_errors import reported, reported_batches
+from connect_plugin.scanning.spark.worker_errors import reading, reported, reported_batches
 
 SHORT_NAME = "connect_plugin_scan"
 SPEC_OPTION = "spec"
@@ -161,7 +162,12 @@ class ScanSourceReader(DataSourceReader):
         files = partition.files if isinstance(partition, FileGroup) else self.files
         rejects = RejectFiles.of(self.plan.spec)
         reader = ScanReader(self.plan, self.target, rejects)
-        return reader.read(files) if rejects is None else rejects.read(reader, files)
+        for scan_file in files:
+            with reading(scan_file.url):
+                if rejects is None:
+                    yield from reader.read_file(scan_file)
+                else:
+                    yield from rejects.read(reader, (scan_file,))
 
 
 class RowCountReader(ScanSourceReader):
@@ -177,7 +183,8 @@ class RowCountReader(ScanSourceReader):
         files = partition.files if isinstance(partition, FileGroup) else self.files
         reader = ScanReader(self.plan, spark_arrow_schema(self.plan.schema))
         for scan_file in files:
-            rows = reader.count_file(scan_file)
+            with reading(scan_file.url):
+                rows = reader.count_file(scan_file)
             yield pa.record_batch([pa.array([rows], pa.int64())], schema=self.target)
 
 

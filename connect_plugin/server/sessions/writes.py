@@ -22,6 +22,7 @@ from connect_plugin.errors import (
     TempTableError,
     TempTableQueryFailed,
     UpstreamFailed,
+    find_marked,
 )
 from connect_plugin.server.sessions.liveness import Liveness, liveness_of
 from connect_plugin.server.sessions.registry import Session
@@ -249,7 +250,9 @@ async def root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
     """`` (caused by: ...)`` with the innermost Spark error, when Spark kept its details.
 
     A failed write says only "Task failed while writing rows"; what the user
-    can act on (no space left, permission denied) is its root cause.
+    can act on (no space left, permission denied) is its root cause. A scan's
+    error is not repeated: ``exc``'s message leads with it already, and its
+    cause is the worker's traceback, which stays in Spark's log.
     """
     if not exc.error_id:
         return ""
@@ -265,4 +268,6 @@ async def root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
         seen.add(index)
         index = errors[index].cause_idx
     cause = errors[index].message
-    return f" (caused by: {cause})" if cause and cause not in exc.message else ""
+    if not cause or cause in exc.message or find_marked(cause) is not None:
+        return ""
+    return f" (caused by: {cause})"

@@ -14,10 +14,13 @@ README's table is checked against it.
 
 One exception: a scan error raised in Spark's Python workers reaches us as
 Spark's text around the worker's traceback, the cause on its last line
-(``errors.find_marked``). Its status then leads with the scan's class and
-message, Spark's text following; the ErrorInfo carries that class, and
-FetchErrorDetails, where pyspark takes the message from, answers the same
-(``scan_error_details``). Spark raises such an error from a Python worker
+(``errors.find_marked``). Its status then holds the scan's class and
+message on its first line and, on a second, Spark's own first line and
+where the traces went: the Python traceback and the JVM stack stay in the
+Spark server's log, which already has them. The ErrorInfo carries that
+class and names no ``errorId``, so that pyspark shows the message alone,
+without the JVM stack it would fetch; FetchErrorDetails, asked anyway,
+answers the same (``scan_error_details``). Spark raises such an error from a Python worker
 as ``PythonException``, which every pyspark client rebuilds with a fixed
 first line and no error class; it becomes ``SparkRuntimeException``, the
 exception "thrown from Spark with an error class". An analysis error stays
@@ -37,6 +40,7 @@ raises, with the same message (naming our class) and SQL state; only
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -460,18 +464,39 @@ def scan_error_status(sent: Status, request: Message | None = None) -> Status:
     found = errors.find_marked(status.message)
     if found is None:
         return sent
-    status.message = _abbreviated(f"{found.first_line}\n{status.message}")
+    status.message = _abbreviated(scan_error_message(found, status.message))
     scala = is_scala_client(request)
     for detail in status.details:
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):
             _mark_info(info, found)
+            for key in ("errorId", "stackTrace"):
+                if key in info.metadata:
+                    del info.metadata[key]
             if scala:
                 _in_scala_templates(info, status.message)
             detail.Pack(info)
     trailers = list(sent.trailing_metadata)
     trailers[index] = (STATUS_DETAILS_KEY, status.SerializeToString())
     return Status(sent.code, status.message, tuple(trailers))
+
+
+SPARKS_LEAD = re.compile(r"^(\[[A-Z][A-Z0-9_.]*\][^\n]*?)(?::\s*Traceback|\n|$)")
+"""The first line of Spark's own text, up to the Python traceback it goes on with."""
+
+SPARKS_LEAD_LIMIT = 200
+"""Characters of Spark's own first line a scan error's message quotes, at most."""
+
+
+def scan_error_message(found: errors.Marked, sparks_text: str) -> str:
+    """What the client reads of a scan error: its class and cause, then Spark's own first
+    line and where the traces are."""
+    match = SPARKS_LEAD.match(sparks_text.lstrip())
+    lead = "" if match is None else match.group(1).strip().rstrip(":.")
+    if len(lead) > SPARKS_LEAD_LIMIT:
+        lead = lead[: SPARKS_LEAD_LIMIT - 3] + ".."
+    spark = f"Spark: {lead}. " if lead else ""
+    return f"{found.first_line}\n{spark}The Python and JVM traces are in the Spark server's log."
 
 
 def _abbreviated(message: str) -> str:
@@ -519,7 +544,10 @@ def scan_error_details(response: bytes, request: Message | None = None) -> bytes
     found = errors.find_marked(root.message)
     if found is None:
         return response
-    root.message = f"{found.first_line}\n{root.message}"
+    root.message = scan_error_message(found, root.message)
+    for error in details.errors:
+        del error.stack_trace[:]
+    root.ClearField("cause_idx")
     classes = _classes_of_scan_error(root.error_type_hierarchy)
     del root.error_type_hierarchy[:]
     root.error_type_hierarchy.extend(classes)

@@ -2,22 +2,30 @@
 
 A scan fails inside Spark's Python workers; Spark wraps the worker's
 traceback in its own error (``PYTHON_DATA_SOURCE_ERROR``, ``PYTHON_EXCEPTION``)
-with the cause on its last line. Through the gateway the client reads the
-scan's class and message first, Spark's text after it. Planning errors stay
-``AnalysisException``; reading errors, which pyspark would rebuild as a
-``PythonException`` with a fixed first line and no class, arrive as
-``SparkRuntimeException``. Spark's own errors are untouched.
+with the cause on its last line, and pyspark adds the JVM stack it fetches.
+Through the gateway the client reads the scan's class and message first,
+then one line of context (Spark's own first line, and where the traces
+are): the Python and JVM traces stay in the Spark server's log. Planning
+errors stay ``AnalysisException``; reading errors, which pyspark would
+rebuild as a ``PythonException`` with a fixed first line and no class,
+arrive as ``SparkRuntimeException``. Spark's own errors are untouched.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.errors import AnalysisException, PythonException, SparkRuntimeException
+from pyspark.errors import (
+    AnalysisException,
+    PySparkException,
+    PythonException,
+    SparkRuntimeException,
+)
 from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
@@ -27,7 +35,8 @@ import connect_plugin
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import Upstream, new_session
 
-SPARKS_TEXT = ("[PYTHON_DATA_SOURCE_ERROR]", "[PYTHON_EXCEPTION]")
+SPARKS_TEXT = ("Spark: [PYTHON_DATA_SOURCE_ERROR] ", "Spark: [PYTHON_EXCEPTION] ")
+TRACES = "The Python and JVM traces are in the Spark server's log."
 
 
 def lines(records: list[dict[str, Any]]) -> str:
@@ -38,13 +47,25 @@ def first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0]
 
 
+def assert_short(exc: BaseException) -> None:
+    """What the client shows is a few lines: no Python traceback, no JVM stack."""
+    text = str(exc)
+    assert len(text.splitlines()) <= 3, text
+    assert "Traceback" not in text
+    assert "JVM stacktrace" not in text
+    assert "\tat org.apache" not in text
+
+
 def assert_leads_with(exc: SparkConnectGrpcException, error_class: str, message: str) -> None:
-    """The class and message come first, Spark's own text (and traceback) after them."""
+    """The class and message come first, one line of Spark's own text and where the traces
+    are after them, and nothing more."""
     assert first_line(exc) == f"[{error_class}] {message}"
     assert exc.getCondition() == error_class
     assert exc.getMessageParameters() == {"message": message}
+    assert_short(exc)
     rest = str(exc).splitlines()[1]
     assert rest.startswith(SPARKS_TEXT), str(exc)
+    assert rest.endswith(TRACES)
 
 
 def missing_message(path: Path) -> str:
@@ -60,7 +81,6 @@ def test_a_missing_path(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(AnalysisException) as caught:
         df.collect()
     assert_leads_with(caught.value, "CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND", missing_message(missing))
-    assert "Traceback (most recent call last):" in str(caught.value)
 
 
 def test_a_missing_path_when_only_the_schema_is_asked(
@@ -147,6 +167,7 @@ def test_a_bad_record_under_fail(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(SparkRuntimeException) as counted:
         df.count()
     assert str(counted.value).splitlines()[0] == first_line(caught.value)
+    assert_short(counted.value)
 
 
 def test_a_bad_record_read_through_a_sql_view(spark: SparkSession, tmp_path: Path) -> None:
@@ -173,6 +194,7 @@ def test_a_bad_record_in_a_temporary_tables_query(spark: SparkSession, tmp_path:
     assert f"failed: [CONNECT_PLUGIN.SCAN_BAD_RECORD] file {path}, line 2: " in first_line(
         caught.value
     )
+    assert_short(caught.value)
 
 
 def test_a_misspelt_column_under_missing_columns_error(
@@ -270,3 +292,53 @@ def test_sparks_own_errors_reach_the_client_unchanged(
     assert str(via_gateway.value) == str(via_direct.value)
     assert via_gateway.value.getCondition() == via_direct.value.getCondition()
     assert via_gateway.value.getMessageParameters() == via_direct.value.getMessageParameters()
+
+
+def test_a_schema_conflict(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(lines([{"id": 1}]))
+    (tmp_path / "b.json").write_text(lines([{"id": "x"}]))
+    with pytest.raises(AnalysisException) as caught:
+        connect_plugin.scan(spark, str(tmp_path), format="json").collect()
+    assert first_line(caught.value).startswith(
+        f"[CONNECT_PLUGIN.SCAN_SCHEMA_CONFLICT] column 'id' is int64 in file {tmp_path / 'a.json'} "
+        f"but string in file {tmp_path / 'b.json'}"
+    )
+    assert_short(caught.value)
+
+
+def test_a_file_deleted_after_planning(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(lines([{"id": 1}]))
+    (tmp_path / "b.json").write_text(lines([{"id": 2}]))
+    df = connect_plugin.scan(spark, str(tmp_path), format="json")
+    assert sorted(row["id"] for row in df.collect()) == [1, 2]
+    (tmp_path / "b.json").unlink()
+    with pytest.raises(SparkRuntimeException) as caught:
+        df.collect()
+    assert first_line(caught.value).startswith(
+        f"[CONNECT_PLUGIN.SCAN_UNREADABLE_FILE] cannot read file {tmp_path / 'b.json'}: "
+    )
+    assert "No such file or directory" in first_line(caught.value)
+    assert_short(caught.value)
+
+
+def test_a_file_pyarrow_refuses_fails_with_a_scan_class_naming_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A csv with a byte order mark: read as ``id``, or an error of the scan naming the
+    file, never pyarrow's own exception without a class (it was ``ArrowKeyError``)."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfid,v\n1,2\n")
+    df = connect_plugin.scan(spark, str(path), format="csv", options={"header": "true"})
+    failed: PySparkException | None = None
+    rows: list[dict[str, Any]] = []
+    try:
+        rows = [row.asDict() for row in df.collect()]
+    except PySparkException as exc:
+        failed = exc
+    if failed is None:
+        assert rows in ([{"id": 1, "v": 2}], [{"id": "1", "v": "2"}])
+        return
+    assert isinstance(failed, SparkConnectGrpcException)
+    assert re.match(r"CONNECT_PLUGIN\.SCAN(_[A-Z]+)*$", failed.getCondition() or "")
+    assert f"file {path}" in first_line(failed)
+    assert_short(failed)

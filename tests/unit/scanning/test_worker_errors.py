@@ -11,19 +11,21 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql.datasource import CaseInsensitiveDict
 
 from connect_plugin.errors import (
     BadRecord,
     ScanError,
+    ScanInternalError,
     ScanPathNotFound,
     UnreadableFile,
     find_marked,
 )
 from connect_plugin.scanning import ScanSpec
 from connect_plugin.scanning.spark.spark_source import SPEC_OPTION, ScanDataSource
-from connect_plugin.scanning.spark.worker_errors import reported, reported_batches
+from connect_plugin.scanning.spark.worker_errors import reading, reported, reported_batches
 
 
 def printed(exc: BaseException) -> str:
@@ -78,14 +80,54 @@ def test_a_scan_error_raised_while_draining_batches_leaves_marked() -> None:
     assert frames_below_the_test(caught.value) == ["call", "deep"]
 
 
-def test_other_exceptions_keep_their_whole_traceback() -> None:
+def test_another_exception_leaves_as_an_internal_scan_error_its_trace_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     @reported
     def broken() -> None:
         raise KeyError("missing")
 
-    with pytest.raises(KeyError) as caught:
+    with pytest.raises(ScanInternalError) as caught:
         broken()
-    assert "[CONNECT_PLUGIN" not in printed(caught.value)
+    found = find_marked(printed(caught.value))
+    assert found is not None
+    assert found.error_class == "CONNECT_PLUGIN.SCAN_INTERNAL"
+    assert found.message.startswith(
+        "the scan failed planning the scan with an error of its own code (KeyError: 'missing')"
+    )
+    assert frames_below_the_test(caught.value) == ["call"]
+    (record,) = caplog.records
+    assert record.exc_info is not None
+    assert "KeyError: 'missing'" in caplog.text
+    assert 'raise KeyError("missing")' in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("raised", "error_type", "cause"),
+    [
+        (pa.ArrowKeyError("No match for FieldRef.Name(id)"), UnreadableFile, "ArrowKeyError"),
+        (pa.ArrowInvalid("JSON parse error:\n  Invalid value"), UnreadableFile, "ArrowInvalid"),
+        (FileNotFoundError(2, "No such file or directory"), UnreadableFile, "FileNotFoundError"),
+        (ZeroDivisionError("division by zero"), ScanInternalError, "ZeroDivisionError"),
+    ],
+)
+def test_an_exception_reading_a_file_names_the_file(
+    raised: Exception, error_type: type[ScanError], cause: str
+) -> None:
+    @reported_batches
+    def read() -> Iterator[int]:
+        yield 1
+        with reading("/d/f.json"):
+            raise raised
+
+    with pytest.raises(error_type) as caught:
+        list(read())
+    found = find_marked(printed(caught.value))
+    assert found is not None
+    assert found.error_class == error_type.error_class
+    assert "file /d/f.json" in found.message
+    assert f"{cause}: " in found.message
+    assert "\n" not in str(caught.value)
 
 
 def test_what_spark_calls_on_the_data_source_is_reported(tmp_path: Path) -> None:

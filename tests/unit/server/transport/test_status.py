@@ -28,6 +28,7 @@ from connect_plugin.server.transport.status import (
     STATUS_MESSAGE_LIMIT,
     Status,
     scan_error_details,
+    scan_error_message,
     scan_error_status,
     to_grpc_status,
     upstream_status,
@@ -73,6 +74,11 @@ READING = (
     + traceback_of("BadRecord", "CONNECT_PLUGIN.SCAN_BAD_RECORD", BAD)
     + " SQLSTATE: 38000"
 )
+TRACES = "The Python and JVM traces are in the Spark server's log."
+PLANNING_CONTEXT = (
+    f"Spark: [PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance. {TRACES}"
+)
+READING_CONTEXT = f"Spark: [PYTHON_EXCEPTION] An exception was thrown from the Python worker. {TRACES}"
 USER_UDF = (
     "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
     "Traceback (most recent call last):\n"
@@ -120,13 +126,12 @@ def test_a_planning_error_leads_with_the_scans_class_and_stays_an_analysis_excep
     given = scan_error_status(sent)
     rpc, info = info_of(given)
     first_line = f"[CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND] {MISSING}"
-    assert given.details == rpc.message == f"{first_line}\n{PLANNING}"
+    assert given.details == rpc.message == f"{first_line}\n{PLANNING_CONTEXT}"
     assert given.code == sent.code
     assert info.metadata["errorClass"] == "CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND"
     assert json.loads(info.metadata["messageParameters"]) == {"message": MISSING}
     assert json.loads(info.metadata["classes"]) == ANALYSIS
-    _, sent_info = info_of(sent)
-    assert info.metadata["errorId"] == sent_info.metadata["errorId"]
+    assert "errorId" not in info.metadata
     assert info.metadata["sqlState"] == errors.ScanPathNotFound.sql_state == "42K03"
     raised = client_exception(given)
     assert type(raised).__name__ == "AnalysisException"
@@ -145,9 +150,35 @@ def test_a_reading_error_becomes_a_spark_runtime_exception_with_the_scans_class(
     assert info.reason == "org.apache.spark.SparkRuntimeException"
     raised = client_exception(given)
     assert isinstance(raised, SparkRuntimeException)
-    assert str(raised).splitlines()[0] == f"[CONNECT_PLUGIN.SCAN_BAD_RECORD] {BAD}"
-    assert str(raised).splitlines()[1].startswith("[PYTHON_EXCEPTION]")
+    assert str(raised).splitlines() == [f"[CONNECT_PLUGIN.SCAN_BAD_RECORD] {BAD}", READING_CONTEXT]
     assert raised.getCondition() == "CONNECT_PLUGIN.SCAN_BAD_RECORD"
+
+
+def test_a_scan_errors_status_names_no_error_id_so_the_client_shows_no_jvm_stack() -> None:
+    sent = spark_status(PYTHON, READING)
+    rpc, info = info_of(sent)
+    info.metadata["stackTrace"] = "org.apache.spark.SparkRuntimeException\n\tat x.y(z.scala:1)"
+    rpc.details[0].Pack(info)
+    sent = Status(sent.code, sent.details, ((STATUS_DETAILS_KEY, rpc.SerializeToString()),))
+    _, given = info_of(scan_error_status(sent))
+    assert "errorId" not in given.metadata
+    assert "stackTrace" not in given.metadata
+    raised = convert_exception(given, scan_error_status(sent).details, None, True, sent.code)
+    assert "JVM stacktrace" not in str(raised)
+    assert len(str(raised).splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    ("spark_text", "context"),
+    [
+        ("[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback", READING_CONTEXT),
+        ("Job aborted\n[X] Traceback", TRACES),
+        ("[" + "A" * 300 + "] long", "Spark: [" + "A" * 196 + "... " + TRACES),
+    ],
+)
+def test_the_context_line_quotes_sparks_first_line_only(spark_text: str, context: str) -> None:
+    found = errors.Marked("CONNECT_PLUGIN.SCAN_BAD_RECORD", BAD)
+    assert scan_error_message(found, spark_text).splitlines() == [found.first_line, context]
 
 
 @pytest.mark.parametrize("message", [USER_UDF, "[CONNECT_PLUGIN.SCAN_BAD_RECORD] said by a user"])
@@ -181,7 +212,8 @@ def test_a_long_scan_error_stays_within_the_size_spark_keeps_its_statuses() -> N
         + traceback_of("BadRecord", "CONNECT_PLUGIN.SCAN_BAD_RECORD", long_message)
     )[:2045] + "..."
     given = scan_error_status(spark_status(PYTHON, text))
-    assert len(given.details) == STATUS_MESSAGE_LIMIT
+    assert len(given.details) < STATUS_MESSAGE_LIMIT
+    assert len(given.details.splitlines()[0]) == len("[CONNECT_PLUGIN.SCAN_BAD_RECORD] ") + 1000
     assert given.details.startswith("[CONNECT_PLUGIN.SCAN_BAD_RECORD] xxx")
     assert given.details.splitlines()[0].endswith("...")
     assert trailer_bytes(given) < 8192
@@ -215,6 +247,7 @@ def test_other_trailers_keep_their_place() -> None:
 def details_response(root_classes: list[str], message: str) -> base_pb2.FetchErrorDetailsResponse:
     response = base_pb2.FetchErrorDetailsResponse(root_error_idx=0)
     root = response.errors.add(message=message, error_type_hierarchy=root_classes, cause_idx=1)
+    root.stack_trace.add(declaring_class="org.apache.spark.api.python.X", method_name="read")
     root.spark_throwable.error_class = "PYTHON_EXCEPTION"
     root.spark_throwable.message_parameters["msg"] = "An exception was thrown"
     root.spark_throwable.sql_state = "38000"
@@ -227,13 +260,14 @@ def test_fetched_details_agree_with_the_status() -> None:
     response = base_pb2.FetchErrorDetailsResponse.FromString(
         scan_error_details(sent.SerializeToString())
     )
-    root, cause = response.errors
-    assert root.message == f"[CONNECT_PLUGIN.SCAN_BAD_RECORD] {BAD}\n{READING}"
+    root = response.errors[response.root_error_idx]
+    assert root.message == f"[CONNECT_PLUGIN.SCAN_BAD_RECORD] {BAD}\n{READING_CONTEXT}"
     assert root.error_type_hierarchy[0] == "org.apache.spark.SparkRuntimeException"
     assert root.spark_throwable.error_class == "CONNECT_PLUGIN.SCAN_BAD_RECORD"
     assert dict(root.spark_throwable.message_parameters) == {"message": BAD}
     assert root.spark_throwable.sql_state == errors.BadRecord.sql_state
-    assert cause == sent.errors[1]
+    assert not root.HasField("cause_idx")
+    assert all(not error.stack_trace for error in response.errors)
     given = scan_error_status(spark_status(PYTHON, READING))
     rpc, info = info_of(given)
     raised = convert_exception(info, rpc.message, response, False, given.code)
@@ -260,8 +294,7 @@ def test_the_scala_client_is_given_a_class_its_templates_know_for_a_scan_error(
     assert json.loads(info.metadata["messageParameters"]) == {"message": given.details}
     assert given.details.startswith("[CONNECT_PLUGIN.SCAN_")
     assert info.metadata["sqlState"] == sql_state
-    for key in ("classes", "errorId"):
-        assert info.metadata[key] == pyspark_info.metadata[key]
+    assert info.metadata["classes"] == pyspark_info.metadata["classes"]
 
 
 def test_the_scala_client_fetches_details_with_a_class_its_templates_know() -> None:
@@ -270,7 +303,7 @@ def test_the_scala_client_fetches_details_with_a_class_its_templates_know() -> N
     asking = base_pb2.FetchErrorDetailsRequest(client_type=SCALA_REQUEST.client_type)
     response = base_pb2.FetchErrorDetailsResponse.FromString(scan_error_details(sent, asking))
     root = response.errors[response.root_error_idx]
-    assert root.message == f"[CONNECT_PLUGIN.SCAN_BAD_RECORD] {BAD}\n{READING}"
+    assert root.message == f"[CONNECT_PLUGIN.SCAN_BAD_RECORD] {BAD}\n{READING_CONTEXT}"
     assert root.error_type_hierarchy[0] == "org.apache.spark.SparkRuntimeException"
     assert root.spark_throwable.error_class == MESSAGE_ONLY_CLASS
     assert dict(root.spark_throwable.message_parameters) == {"message": root.message}
