@@ -22,7 +22,6 @@ from connect_plugin.errors import (
     TempTableError,
     TempTableQueryFailed,
     UpstreamFailed,
-    find_marked,
 )
 from connect_plugin.server.sessions.liveness import Liveness, liveness_of
 from connect_plugin.server.sessions.registry import Session
@@ -251,8 +250,8 @@ async def root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
 
     A failed write says only "Task failed while writing rows"; what the user
     can act on (no space left, permission denied) is its root cause. A scan's
-    error is not repeated: ``exc``'s message leads with it already, and its
-    cause is the worker's traceback, which stays in Spark's log.
+    error has none to add (``exc``'s message leads with it, its status names no
+    error id), its cause being the worker's traceback, which stays in Spark's log.
     """
     if not exc.error_id:
         return ""
@@ -268,6 +267,4 @@ async def root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:
         seen.add(index)
         index = errors[index].cause_idx
     cause = errors[index].message
-    if not cause or cause in exc.message or find_marked(cause) is not None:
-        return ""
-    return f" (caused by: {cause})"
+    return f" (caused by: {cause})" if cause and cause not in exc.message else ""

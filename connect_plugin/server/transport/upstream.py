@@ -15,13 +15,13 @@ from typing import Any
 
 import grpc
 import pyarrow as pa
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.status import upstream_status
+from connect_plugin.server.transport.status import STATUS_DETAILS_KEY, upstream_status
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"
@@ -244,13 +244,17 @@ def _failure(error: grpc.aio.AioRpcError) -> Exception:
 def upstream_failure(error: grpc.aio.AioRpcError) -> UpstreamFailed:
     """Spark's error as ``UpstreamFailed``, with the error class and id its ErrorInfo gives.
 
-    Its message is the one the client would read (a scan error's class and
-    cause first), so an error of ours that quotes it names the cause early.
+    Its message and class are the ones the client would read (a scan error's
+    class and cause first, ``upstream_status``), so an error of ours that
+    quotes it names the cause early, and the audit and the metrics name the
+    class the client was told.
     """
+    relayed = upstream_status(error)
     error_class = error_id = ""
+    packed = dict(relayed.trailing_metadata).get(STATUS_DETAILS_KEY)
     try:
-        status = rpc_status.from_call(error)
-    except ValueError:  # details that contradict the status code
+        status = status_pb2.Status.FromString(packed) if isinstance(packed, bytes) else None
+    except DecodeError:
         status = None
     for detail in status.details if status is not None else ():
         info = error_details_pb2.ErrorInfo()
@@ -258,7 +262,7 @@ def upstream_failure(error: grpc.aio.AioRpcError) -> UpstreamFailed:
             error_class = info.metadata.get("errorClass", "")
             error_id = info.metadata.get("errorId", "")
     return UpstreamFailed(
-        upstream_status(error).details or error.code().name,
+        relayed.details or error.code().name,
         error_class=error_class,
         error_id=error_id,
         status=error,

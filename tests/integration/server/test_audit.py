@@ -23,6 +23,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.proto import base_pb2_grpc
 
+import connect_plugin
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import (
     Upstream,
@@ -155,4 +156,39 @@ def test_a_statement_two_streams_follow_to_its_end_has_one_line(
     mine = [line for line in _lines(audit) if line["session"] == request.session_id]
     assert [(line["kind"], line["outcome"], line["operation"]) for line in mine] == [
         ("CreateTempTable", "ok", request.operation_id)
+    ]
+
+
+def test_a_failed_scan_is_audited_with_the_class_the_client_was_told(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """Not Spark's PYTHON_EXCEPTION, which the gateway turns into the scan's class (issue 45)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "bad.json").write_text('{"id": 1}\n{"id": \n')
+    audit = tmp_path / "audit.jsonl"
+    told: list[str | None] = []
+    with serving(upstream, tmp_path / "ws", audit_log=str(audit)) as gateway:
+        spark = SparkSession.builder.remote(gateway.address).create()
+        try:
+            session_id = spark.session_id
+            scanned = connect_plugin.scan(spark, str(data), format="json", schema="id BIGINT")
+            for action in (scanned.collect, scanned.count):
+                with pytest.raises(PySparkException) as caught:
+                    action()
+                told.append(caught.value.getCondition())
+            with pytest.raises(PySparkException) as caught:
+                connect_plugin.create_temp_table(scanned, "from_bad")
+            told.append(caught.value.getCondition())
+        finally:
+            spark.stop()
+    assert told == ["CONNECT_PLUGIN.SCAN_BAD_RECORD"] * 3
+    failed = [
+        line
+        for line in _lines(audit)
+        if line["session"] == session_id and line["outcome"] == "failed"
+    ]
+    assert sorted((line["kind"], line["error_class"]) for line in failed) == [
+        ("CreateTempTable", "CONNECT_PLUGIN.SCAN_BAD_RECORD"),
+        *[("ScanFiles", "CONNECT_PLUGIN.SCAN_BAD_RECORD")] * 3,
     ]
