@@ -3,11 +3,16 @@
 A few values of held types would not read back as written, whatever the
 options: text has no NULL and a line break ends its row; json and csv write
 strings as UTF-8 text, so a string that is not valid UTF-8 (``CAST(X'FF' AS
-STRING)``) would come back with U+FFFD in it; orc moves dates and timestamps
-in the days the Julian-to-Gregorian switch skipped (1582-10-05 to -14); a
-partition value of ``''`` or ``__HIVE_DEFAULT_PARTITION__`` reads back NULL,
-one that is not UTF-8 is changed by the folder name, and a NUL character
-cannot be in a folder name at all.
+STRING)``) would come back with U+FFFD in it, and Spark cannot read back
+from their text a timestamp in the first 0.776 s of its range; orc moves
+dates and timestamps in the days the Julian-to-Gregorian switch skipped
+(1582-10-05 to -14), reads a timestamp between 1969-12-31 23:59:59.001 and
+the epoch (UTC) back a second late (its Java reader takes the seconds of
+such a value for 0 rather than -1), and cannot write the earliest dates and
+timestamps Spark has (its calendar conversion overflows); a partition value
+of ``''`` or ``__HIVE_DEFAULT_PARTITION__`` reads back NULL, one that is not
+UTF-8 is changed by the folder name, and a NUL character cannot be in a
+folder name at all.
 
 Such values can only be seen once the query runs, so the write is given a
 filter that raises an error naming the table, the column and what it holds
@@ -41,6 +46,22 @@ _ORC_SKIPPED_MICROS = tuple(
 """Timestamps near those days: orc moves the ones that fall on them in the server JVM's
 time zone, so a day more on each side covers every zone."""
 _NOT_UTF8 = "NOT is_valid_utf8({})"
+_ORC_LATE_SECOND = (-999_000, -1)
+"""Timestamps (microseconds since the epoch) orc reads back one second later: its Java
+reader takes the seconds of 1969-12-31 23:59:59.001 to .999999 UTC for 0 instead of -1 (the
+writer stores ``getTime() / 1000``, rounded toward zero; it is right from the file, as other
+readers show). From -999999 to -999001 the millisecond part is 0 and they come back as
+written."""
+_ORC_EARLIEST_DAY = -2_147_439_564
+"""-5877520-03-03, the earliest date Spark's orc writer converts to its calendar (an integer
+overflow before it, in any time zone)."""
+_ORC_EARLIEST_MICROS = -9_223_181_856_000_000_000
+"""-290301-01-01 00:00:00 UTC: Spark's orc writer overflows (a long) converting timestamps
+before about -290302-12-10 20:00 UTC, how long before depending on the server JVM's time
+zone by a few minutes; three weeks more cover every zone."""
+_TEXT_EARLIEST_MICROS = -9_223_372_036_854_000_000
+"""-290308-12-21 19:59:06 UTC: Spark writes earlier timestamps into json or csv text, but
+reading one back overflows (its seconds in microseconds are below the range of a long)."""
 
 Atomic = Callable[[str, DataType], str | None]
 """A predicate (Spark SQL) over a value of a flat type that is true when it cannot be held."""
@@ -79,31 +100,31 @@ def rules(fmt: str, written: StructType, partition_columns: Sequence[str]) -> li
         if not field.nullable:
             found.append(_not_null_rule(field.name, field.dataType))
         if field.name.lower() in partitions:
-            rule = _partition_rule(field.name, field.dataType)
+            found.extend(_partition_rules(field.name, field.dataType))
         elif fmt == "text":
-            rule = _text_rule(field.name, field.dataType)
+            found.append(_text_rule(field.name, field.dataType))
         else:
-            rule = _format_rule(fmt, field.name, field.dataType)
-        if rule is not None:
-            found.append(rule)
+            found.extend(_format_rules(fmt, field.name, field.dataType))
     return found
 
 
-def _partition_rule(column: str, data_type: DataType) -> Rule | None:
+def _partition_rules(column: str, data_type: DataType) -> list[Rule]:
     if kind(data_type) != "string":
-        return None
-    return Rule(
-        column,
-        data_type,
-        lambda e: (
-            f"{e} = '' OR {e} = '{HIVE_DEFAULT_PARTITION}' OR instr({e}, chr(0)) > 0 OR "
-            + _NOT_UTF8.format(e)
-        ),
-        f"'', '{HIVE_DEFAULT_PARTITION}', a NUL character or a string that is not UTF-8",
-        "a partition folder name",
-        "such a value reads back as NULL or changed; keep the column as a data column, or "
-        "partition by another one",
-    )
+        return []
+    return [
+        Rule(
+            column,
+            data_type,
+            lambda e: (
+                f"{e} = '' OR {e} = '{HIVE_DEFAULT_PARTITION}' OR instr({e}, chr(0)) > 0 OR "
+                + _NOT_UTF8.format(e)
+            ),
+            f"'', '{HIVE_DEFAULT_PARTITION}', a NUL character or a string that is not UTF-8",
+            "a partition folder name",
+            "such a value reads back as NULL or changed; keep the column as a data column, or "
+            "partition by another one",
+        )
+    ]
 
 
 def _not_null_rule(column: str, data_type: DataType) -> Rule:
@@ -128,31 +149,41 @@ def _text_rule(column: str, data_type: DataType) -> Rule:
     )
 
 
-def _format_rule(fmt: str, column: str, data_type: DataType) -> Rule | None:
-    atomic = _ATOMIC.get(fmt)
-    if atomic is None or nested_predicate("x", data_type, atomic) is None:
-        return None
-    what = {"json": "a string that is not UTF-8", "csv": "a string that is not UTF-8"}.get(
-        fmt,
-        f"a date or timestamp in the days {_ORC_SKIPPED_DAYS[0]} to {_ORC_SKIPPED_DAYS[1]} "
-        "(orc moves them by ten days)",
-    )
-    others = ", ".join(f for f in holders(data_type) if f not in (fmt, "text"))
-    return Rule(
-        column,
-        data_type,
-        lambda e: nested_predicate(e, data_type, atomic) or "false",
-        what,
-        fmt,
-        f"use {others}" if others else "cast it to another type",
-    )
+def _format_rules(fmt: str, column: str, data_type: DataType) -> list[Rule]:
+    found = []
+    for hazard in _HAZARDS:
+        if fmt not in hazard.formats or nested_predicate("x", data_type, hazard.atomic) is None:
+            continue
+        others = ", ".join(f for f in holders(data_type) if f in hazard.held_by)
+        found.append(
+            Rule(
+                column,
+                data_type,
+                _everywhere(data_type, hazard.atomic),
+                hazard.holds,
+                fmt,
+                f"use {others}" if others else "cast it to another type",
+            )
+        )
+    return found
 
 
-def _utf8_atomic(expression: str, data_type: DataType) -> str | None:
+def _everywhere(data_type: DataType, atomic: Atomic) -> Callable[[str], str]:
+    """The predicate over a value of ``data_type`` that ``atomic`` holds for a value in it."""
+    return lambda e: nested_predicate(e, data_type, atomic) or "false"
+
+
+def _not_utf8(expression: str, data_type: DataType) -> str | None:
     return _NOT_UTF8.format(expression) if kind(data_type) == "string" else None
 
 
-def _orc_atomic(expression: str, data_type: DataType) -> str | None:
+def _unreadable_from_text(expression: str, data_type: DataType) -> str | None:
+    if kind(data_type) != "timestamp":
+        return None
+    return f"unix_micros({expression}) < {_TEXT_EARLIEST_MICROS}"
+
+
+def _orc_calendar_switch(expression: str, data_type: DataType) -> str | None:
     if kind(data_type) == "date":
         low, high = _ORC_SKIPPED_DAYS
         return f"{expression} BETWEEN DATE'{low}' AND DATE'{high}'"
@@ -162,7 +193,72 @@ def _orc_atomic(expression: str, data_type: DataType) -> str | None:
     return None
 
 
-_ATOMIC: dict[str, Atomic] = {"json": _utf8_atomic, "csv": _utf8_atomic, "orc": _orc_atomic}
+def _orc_late_second(expression: str, data_type: DataType) -> str | None:
+    if kind(data_type) != "timestamp":
+        return None
+    low, high = _ORC_LATE_SECOND
+    return f"unix_micros({expression}) BETWEEN {low} AND {high}"
+
+
+def _orc_earliest_date(expression: str, data_type: DataType) -> str | None:
+    if kind(data_type) != "date":
+        return None
+    return f"unix_date({expression}) < {_ORC_EARLIEST_DAY}"
+
+
+def _orc_earliest_timestamp(expression: str, data_type: DataType) -> str | None:
+    if kind(data_type) != "timestamp":
+        return None
+    return f"unix_micros({expression}) < {_ORC_EARLIEST_MICROS}"
+
+
+@dataclass(frozen=True)
+class _Hazard:
+    """Values of flat types that some formats cannot hold."""
+
+    atomic: Atomic
+    holds: str
+    formats: tuple[str, ...]
+    """The formats that cannot hold them."""
+    held_by: tuple[str, ...]
+    """The formats that hold them (where they hold the column's type), for the advice."""
+
+
+_HAZARDS = (
+    _Hazard(_not_utf8, "a string that is not UTF-8", ("json", "csv"), ("parquet", "orc")),
+    _Hazard(
+        _unreadable_from_text,
+        "a timestamp before -290308-12-21 19:59:06 UTC (Spark cannot read it back from text)",
+        ("json", "csv"),
+        ("parquet",),
+    ),
+    _Hazard(
+        _orc_calendar_switch,
+        f"a date or timestamp in the days {_ORC_SKIPPED_DAYS[0]} to {_ORC_SKIPPED_DAYS[1]} "
+        "(orc moves them by ten days)",
+        ("orc",),
+        ("parquet", "json", "csv"),
+    ),
+    _Hazard(
+        _orc_late_second,
+        "a timestamp from 1969-12-31 23:59:59.001 to 23:59:59.999999 UTC (orc reads it back "
+        "one second later)",
+        ("orc",),
+        ("parquet", "json", "csv"),
+    ),
+    _Hazard(
+        _orc_earliest_date,
+        "a date before -5877520-03-03 (Spark's orc writer cannot convert it)",
+        ("orc",),
+        ("parquet", "json", "csv"),
+    ),
+    _Hazard(
+        _orc_earliest_timestamp,
+        "a timestamp before -290301-01-01 00:00:00 UTC (Spark's orc writer cannot convert it)",
+        ("orc",),
+        ("parquet",),
+    ),
+)
 
 
 def nested_predicate(

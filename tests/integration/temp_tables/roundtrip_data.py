@@ -66,6 +66,8 @@ ORC_SKIPPED_INSTANTS = (
     datetime.datetime(1582, 10, 4, tzinfo=UTC),
     datetime.datetime(1582, 10, 16, tzinfo=UTC),
 )
+ORC_LATE_SECOND = (EPOCH - 999_000 * MICROSECOND, EPOCH)
+"""Instants orc reads back one second later: 1969-12-31 23:59:59.001 up to the epoch."""
 
 _ATOMIC: list[DataType] = [
     NullType(), BooleanType(), ByteType(), ShortType(), IntegerType(), LongType(), FloatType(),
@@ -289,13 +291,17 @@ def has_variant(data_type: DataType) -> bool:
 
 
 def _orc_moves(value: Any, data_type: DataType) -> bool:
-    """Whether ``value`` holds a date or timestamp orc would move (or one near enough)."""
+    """Whether ``value`` holds a date or timestamp orc would move (or one near enough), or
+    one it reads back a second late."""
     if value is None:
         return False
     if isinstance(data_type, DateType):
         return bool(ORC_SKIPPED[0] <= value <= ORC_SKIPPED[1])
     if isinstance(data_type, TimestampType):
-        return bool(ORC_SKIPPED_INSTANTS[0] <= value < ORC_SKIPPED_INSTANTS[1])
+        return bool(
+            ORC_SKIPPED_INSTANTS[0] <= value < ORC_SKIPPED_INSTANTS[1]
+            or ORC_LATE_SECOND[0] <= value < ORC_LATE_SECOND[1]
+        )
     if isinstance(data_type, ArrayType):
         return any(_orc_moves(v, data_type.elementType) for v in value)
     if isinstance(data_type, MapType):

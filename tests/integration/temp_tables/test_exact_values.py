@@ -161,6 +161,78 @@ def test_csv_with_a_header_and_another_separator_keeps_values(spark: SparkSessio
     assert shown(spark, "h", SHOWN_STRINGS) == shown(spark, query, SHOWN_STRINGS)
 
 
+LONGEST = 9_223_372_036_854_775_807
+EARLIEST = {
+    "parquet": (-LONGEST - 1, -2_147_483_648),
+    "orc": (-9_223_181_856_000_000_000, -2_147_439_564),
+    "json": (-9_223_372_036_854_000_000, -2_147_483_648),
+    "csv": (-9_223_372_036_854_000_000, -2_147_483_648),
+}
+"""The earliest timestamp (microseconds) and date (days since 1970) each format holds; the
+ones before are refused (test_refused_values)."""
+NEAR_EPOCH = (-1_000_001, -1_000_000, -999_999, -999_001, 0, 1, 999, 1000, 999_999, 1_000_000)
+"""Microseconds around the epoch that every format holds; orc refuses -999000 to -1."""
+LAST_SECOND = (-999_000, -500_000, -1000, -999, -1)
+
+
+def time_edges(fmt: str) -> str:
+    """A row per value at the epoch or an end of its type's range, for every time type."""
+    earliest_micros, earliest_day = EARLIEST[fmt]
+    micros = [earliest_micros, -62_135_596_800_000_001, -62_135_596_800_000_000, *NEAR_EPOCH]
+    micros += [253_402_300_799_999_999, 253_402_300_800_000_000, LONGEST]
+    if fmt != "orc":
+        micros += LAST_SECOND
+    local = [-LONGEST, *NEAR_EPOCH, *LAST_SECOND, LONGEST]
+    days = [earliest_day, -719_163, -719_162, -1, 0, 1, 2_932_896, 2_932_897, 2_147_483_647]
+    times = ["00:00:00", "00:00:00.000001", "23:59:59.999999"]
+    day_time = [-LONGEST, -86_400_000_001, -1, 0, 1, LONGEST]
+    months = [-2_147_483_648, -13, -1, 0, 1, 2_147_483_647]
+    columns = {
+        "ts": [f"timestamp_micros(CAST('{m}' AS BIGINT))" for m in micros],
+        "ntz": [f"TIMESTAMP_NTZ'1970-01-01' + {microseconds(m)}" for m in local],
+        "d": [f"date_add(DATE'1970-01-01', {d})" for d in days],
+        "tm": [f"TIME'{t}'" for t in times],
+        "dt": [microseconds(m) for m in day_time],
+        "ym": [f"make_ym_interval(0, {m})" for m in months],
+    }
+    rows = max(len(values) for values in columns.values())
+    selects = []
+    for i in range(rows):
+        values = [v[i] if i < len(v) else "NULL" for v in columns.values()]
+        selects.append(
+            f"SELECT {i} AS i, "
+            + ", ".join(f"{v} AS {c}" for v, c in zip(values, columns, strict=True))
+        )
+    return " UNION ALL ".join(selects)
+
+
+def microseconds(count: int) -> str:
+    return f"CAST('{count}' AS BIGINT) * INTERVAL '0.000001' SECOND"
+
+
+TIME_EDGES_SHOWN = (
+    "i, unix_micros(ts) AS ts, CAST(ntz AS STRING) AS ntz, unix_date(d) AS d, "
+    "CAST(tm AS STRING) AS tm, CAST(dt AS STRING) AS dt, CAST(ym AS STRING) AS ym"
+)
+
+
+@pytest.mark.parametrize("fmt", TYPED_FORMATS)
+def test_time_values_at_the_epoch_and_the_ends_of_their_range(
+    spark: SparkSession, fmt: str
+) -> None:
+    spark.conf.set("spark.sql.timeType.enabled", "true")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    query = time_edges(fmt)
+    expected = shown(spark, query, TIME_EDGES_SHOWN)
+    spark.conf.set("spark.sql.session.timeZone", "America/St_Johns")
+    spark.sql(f"CREATE TEMPORARY TABLE edges USING {fmt} AS {query}")
+    spark.sql("INSERT INTO edges SELECT i + 100, ts, ntz, d, tm, dt, ym FROM edges")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    read = shown(spark, "edges", TIME_EDGES_SHOWN)
+    assert read[: len(expected)] == expected
+    assert [(i - 100, *rest) for i, *rest in read[len(expected) :]] == expected
+
+
 @pytest.mark.parametrize("fmt", TYPED_FORMATS)
 def test_nan_infinity_negative_zero_and_full_precision_decimals(
     spark: SparkSession, fmt: str

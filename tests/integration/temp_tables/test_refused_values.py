@@ -18,6 +18,13 @@ from pyspark.sql import SparkSession
 
 from tests.integration.support import table_folders, temp_table_names
 
+LAST_SECOND_BEFORE_1970 = (
+    "SELECT * FROM VALUES (1, TIMESTAMP '1969-12-31 23:59:59.999999'), "
+    "(2, TIMESTAMP '1969-12-31 23:59:59.5'), (3, TIMESTAMP '1969-12-31 23:59:59') AS t(id, ts)"
+)
+"""Rows orc read back as 1970-01-01 00:00:00.999999, 00:00:00.5 and 1969-12-31 23:59:59
+(UTC), with no error (issue 45)."""
+
 
 def assert_only(spark: SparkSession, workspace: Path, names: list[str]) -> None:
     """The session has exactly the temp tables ``names``: their folders, views and entries."""
@@ -98,9 +105,28 @@ def test_a_type_the_format_cannot_hold_is_refused_before_writing(
          r"which json cannot hold exactly.*use parquet\)"),
         ("csv", "", "SELECT CAST(X'C328' AS STRING) AS s",
          r"holds a string that is not UTF-8, which csv cannot hold exactly"),
+        ("orc", "", LAST_SECOND_BEFORE_1970,
+         r"column \[ts\] of type timestamp holds a timestamp from 1969-12-31 23:59:59.001 to "
+         r"23:59:59.999999 UTC \(orc reads it back one second later\), which orc cannot hold "
+         r"exactly.*use parquet, json, csv\)"),
+        ("orc", "", "SELECT 1 AS i, named_struct('a', array(timestamp_micros(-999000))) AS s",
+         r"column \[s\] of type struct<a:array<timestamp>> holds a timestamp from 1969-12-31"),
+        ("orc", "", "SELECT date_add(DATE'1970-01-01', -2147439565) AS d",
+         r"column \[d\] of type date holds a date before -5877520-03-03 .*which orc cannot "
+         r"hold exactly.*use parquet, json, csv\)"),
+        ("orc", "", "SELECT timestamp_micros(CAST('-9223181856000000001' AS BIGINT)) AS ts",
+         r"column \[ts\] of type timestamp holds a timestamp before -290301-01-01 00:00:00 UTC "
+         r".*which orc cannot hold exactly.*use parquet\)"),
+        ("json", "", "SELECT timestamp_micros(CAST('-9223372036854000001' AS BIGINT)) AS ts",
+         r"column \[ts\] of type timestamp holds a timestamp before -290308-12-21 19:59:06 UTC "
+         r"\(Spark cannot read it back from text\), which json cannot hold.*use parquet\)"),
+        ("csv", "", "SELECT timestamp_micros(CAST('-9223372036854775807' AS BIGINT)) AS ts",
+         r"holds a timestamp before -290308-12-21 19:59:06 UTC"),
     ],
     ids=["text-line-break", "text-null", "text-cr", "orc-date", "orc-timestamp",
-         "empty-partition", "nul-partition", "default-partition", "json-not-utf8", "csv-not-utf8"],
+         "empty-partition", "nul-partition", "default-partition", "json-not-utf8", "csv-not-utf8",
+         "orc-last-second-before-1970", "orc-last-second-nested", "orc-earliest-date",
+         "orc-earliest-timestamp", "json-earliest-timestamp", "csv-earliest-timestamp"],
 )
 def test_a_value_the_format_cannot_hold_stops_the_write(
     spark: SparkSession, workspace: Path, fmt: str, partition: str, query: str, message: str
@@ -112,6 +138,53 @@ def test_a_value_the_format_cannot_hold_stops_the_write(
         spark.sql(f"CREATE OR REPLACE TEMPORARY TABLE keeper USING {fmt} {partition} AS {query}")
     assert_only(spark, workspace, ["keeper"])
     assert spark.table("keeper").collect() == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("zone", "query"),
+    [
+        ("UTC", LAST_SECOND_BEFORE_1970),
+        ("Asia/Kolkata", "VALUES (1, TIMESTAMP'1970-01-01 05:29:59.999999'), "
+         "(2, TIMESTAMP'1970-01-01 05:29:59.5')"),
+    ],
+    ids=["UTC", "Asia/Kolkata"],
+)
+def test_orc_refuses_an_insert_of_the_last_second_before_1970(
+    spark: SparkSession, workspace: Path, zone: str, query: str
+) -> None:
+    """The same instants in any session time zone (orc moves them in UTC whatever the zone)."""
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    spark.sql("CREATE TEMPORARY TABLE o (id INT, ts TIMESTAMP) USING orc")
+    spark.sql("INSERT INTO o VALUES (0, TIMESTAMP '1970-01-01 00:00:00 UTC')")
+    with pytest.raises(PySparkException, match=r"Temporary table \[o\]: column \[ts\] .*one "
+                       r"second later"):
+        spark.sql(f"INSERT INTO o {query}")
+    with pytest.raises(PySparkException, match=r"one second later"):
+        spark.sql(
+            "INSERT INTO o SELECT 4, timestamp_micros(unix_micros(ts) - 1) FROM o"
+        )
+    assert [tuple(r) for r in spark.sql("SELECT id, unix_micros(ts) FROM o").collect()] == [(0, 0)]
+    assert_only(spark, workspace, ["o"])
+
+
+def test_orc_keeps_the_times_around_the_epoch_it_can_hold(spark: SparkSession) -> None:
+    """Timestamps up to 1969-12-31 23:59:59.000999 and from the epoch on, and every
+    TIMESTAMP_NTZ and DATE there (orc stores TIMESTAMP_NTZ as microseconds)."""
+    held = (-1_000_001, -1_000_000, -999_999, -999_001, 0, 1, 999, 999_999, 1_000_000)
+    rows = [
+        f"SELECT {'timestamp_micros(' + str(m) + ')' if m in held else 'NULL'} AS ts, "
+        f"TIMESTAMP_NTZ'1970-01-01' + CAST('{m}' AS BIGINT) * INTERVAL '0.000001' SECOND AS ntz, "
+        f"date_add(DATE'1970-01-01', {m // 1_000_000}) AS d"
+        for m in (*held, -999_000, -500_000, -1)
+    ]
+    query = " UNION ALL ".join(rows)
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    spark.sql(f"CREATE TEMPORARY TABLE near USING orc AS {query}")
+    shown = ("unix_micros(ts)", "CAST(ntz AS STRING)", "unix_date(d)")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert sorted(spark.table("near").selectExpr(*shown).collect(), key=repr) == sorted(
+        spark.sql(query).selectExpr(*shown).collect(), key=repr
+    )
 
 
 def test_orc_keeps_the_days_around_the_calendar_switch(spark: SparkSession) -> None:
