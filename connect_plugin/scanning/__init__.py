@@ -5,6 +5,7 @@ as its own docstring says (``tests/unit/scanning/test_scan_layers.py`` holds
 the code to that):
 
 - ``choices``: the scan's choices as enums, and the words users write for them;
+- ``names``: how the scan matches names (of columns, keys, the schema): one rule;
 - ``loader``: ``ResultSetLoader``, rows in, Arrow batches within limits out;
 - ``files``: where a scan's files are, and which ones it reads;
 - ``formats``: each format's reader, and the records, rescued column and type

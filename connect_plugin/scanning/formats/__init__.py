@@ -17,7 +17,7 @@ rescued-data column (``rescue``) and the rules by which types widen
 given its settings, the file and a sink for bad records, so it needs
 nothing of the spec, the planner or the reader that stand on it.
 
-Imports from the scan: ``choices``, ``files``.
+Imports from the scan: ``choices``, ``names``, ``files``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from connect_plugin.scanning.formats.base import (
     FileFormat,
     FileSample,
     FormatSettings,
-    Spellings,
 )
 from connect_plugin.scanning.formats.delimited import CsvFormat, TextFormat, TsvFormat
 from connect_plugin.scanning.formats.json import JsonFormat
@@ -104,7 +103,6 @@ __all__ = [
     "FileSample",
     "Format",
     "FormatSettings",
-    "Spellings",
     "ensure_format",
     "format_of",
 ]

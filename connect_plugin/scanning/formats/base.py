@@ -26,11 +26,12 @@ from typing import ClassVar
 
 import pyarrow as pa
 
-from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.errors import InvalidScanSpec, UnreadableFile
 from connect_plugin.scanning.choices import Compression
 from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.files.storage import Storage
 from connect_plugin.scanning.formats.records import BadRecordSink, Row
+from connect_plugin.scanning.names import fold
 
 BLOCK_BYTES = 4 * 1024 * 1024
 """Bytes pyarrow parses at a time; a json line longer than this goes to the row path."""
@@ -57,8 +58,16 @@ COLUMNS = "columns"
 STRING_LIST = pa.list_(pa.field("element", pa.string()))
 """The type of ``columns``: the fields of a line, in order."""
 
-Spellings = Mapping[str, Mapping[str, str]]
-"""Per file path: folded column name -> the spelling the file uses."""
+UTF8_MARK = b"\xef\xbb\xbf"
+"""The byte order mark some tools write at the start of UTF-8 text; it is no part of the text."""
+
+OTHER_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian)"),
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)"),
+    (b"\xff\xfe", "UTF-16 (little-endian)"),
+    (b"\xfe\xff", "UTF-16 (big-endian)"),
+)
+"""Byte order marks of the encodings the scan does not read, longest first."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,8 @@ class Decode:
     place among the table's columns, so a reader knows which of a file's
     fields the table does not keep (with ``fail_on_new`` such a field is an
     error) and where a headerless file read by a provided schema has each
-    column. ``spellings`` are how the sampled files spell the columns. The
+    column. A format hands up a decoded column under every key of the file
+    that folds to its name (``names``), spelled as the file spells it. The
     scanner makes a ``Decode`` from the plan, so that a format needs
     nothing of the plan itself.
     """
@@ -124,7 +134,6 @@ class Decode:
     rescue: str | None = None
     positions: Mapping[str, int] = field(default_factory=dict)
     fail_on_new: bool = False
-    spellings: Spellings = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -137,11 +146,12 @@ class Decode:
 
     def leftover(self, name: str) -> bool:
         """Whether a field of a file is outside the table."""
-        return name.casefold() not in self.positions
+        return fold(name) not in self.positions
 
-    def spelling(self, scan_file: ScanFile, name: str) -> str:
-        """How a file spells a table column (the table's spelling when it was not sampled)."""
-        return self.spellings.get(scan_file.path, {}).get(name.casefold(), name)
+    @property
+    def wanted(self) -> dict[str, str]:
+        """The decoded columns by folded name: the columns a file's keys may fold to."""
+        return {fold(f.name): f.name for f in self.fields}
 
     @property
     def raw_fields(self) -> list[pa.Field]:
@@ -172,6 +182,7 @@ class FileFormat:
 
     def __init__(self, settings: FormatSettings) -> None:
         self.settings = settings
+        self._marks: dict[str, bytes] = {}
 
     @classmethod
     def check_options(cls, options: Mapping[str, str]) -> dict[str, str]:
@@ -215,6 +226,19 @@ class FileFormat:
         return _CODECS.get(compression)
 
     def open(self, scan_file: ScanFile) -> pa.NativeFile:
+        """A buffered stream of the file's text from its start, decompressed, without a
+        UTF-8 byte order mark (``UnreadableFile`` for a mark of another encoding)."""
+        mark = self._marks.get(scan_file.path)
+        if mark is None:
+            with self._open_bytes(scan_file) as handle:
+                mark = byte_order_mark(handle.read(len(OTHER_MARKS[0][0])), scan_file)
+            self._marks[scan_file.path] = mark
+        stream = self._open_bytes(scan_file)
+        if mark:
+            stream.read(len(mark))
+        return stream
+
+    def _open_bytes(self, scan_file: ScanFile) -> pa.NativeFile:
         """A buffered stream of the file's bytes from its start, decompressed."""
         filesystem = self.settings.storage.filesystem
         stream = filesystem.open_input_stream(scan_file.path, compression=None)
@@ -296,3 +320,20 @@ class FileFormat:
         """The file's row count when reading ``decode`` from it cannot fail or drop a record,
         known without decoding; None when only reading tells."""
         return None
+
+
+def byte_order_mark(head: bytes, scan_file: ScanFile) -> bytes:
+    """The UTF-8 byte order mark a file's head starts with (or b''); an error for another's.
+
+    The scan reads UTF-8 text, as Spark's readers do by default: a file whose mark says
+    UTF-16 or UTF-32 would read as garbage, so it is refused whatever ``on_error`` says.
+    """
+    if head.startswith(UTF8_MARK):
+        return UTF8_MARK
+    for mark, encoding in OTHER_MARKS:
+        if head.startswith(mark):
+            raise UnreadableFile(
+                f"file {scan_file.url} is {encoding} text (its byte order mark says so); the "
+                "scan reads UTF-8 text: convert the file to UTF-8 (iconv -f UTF-16 -t UTF-8)"
+            )
+    return b""

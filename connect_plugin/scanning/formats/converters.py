@@ -22,6 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from connect_plugin.scanning.names import fold
+
 Converter = Callable[[Any], Any]
 
 INT_RANGES = {bits: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) for bits in (8, 16, 32, 64)}
@@ -114,7 +116,7 @@ def _list_of(element: Converter, arrow_type: pa.DataType) -> Converter:
 
 
 def _struct_of(members: dict[str, Converter], arrow_type: pa.DataType) -> Converter:
-    folded = {name.casefold(): name for name in members}
+    folded = {fold(name): name for name in members}
 
     def convert(value: Any) -> Any:
         if value is None:
@@ -123,7 +125,7 @@ def _struct_of(members: dict[str, Converter], arrow_type: pa.DataType) -> Conver
             raise BadValue(f"an object for a {arrow_type} column, got {_describe(value)}")
         result = {}
         for key, item in value.items():
-            name = key if key in members else folded.get(str(key).casefold())
+            name = key if key in members else folded.get(fold(str(key)))
             if name is not None:
                 result[name] = members[name](item)
         return result

@@ -40,6 +40,7 @@ from connect_plugin.scanning.formats.base import (
 from connect_plugin.scanning.formats.converters import BadValue, text_converter
 from connect_plugin.scanning.formats.records import BadRecordSink, RejectKind, Row
 from connect_plugin.scanning.formats.rescue import new_columns_message, rescued_array, rescued_text
+from connect_plugin.scanning.names import duplicate_keys, fold
 
 _BOOLEAN_OPTIONS = frozenset({"header", "multiline"})
 _ONE_CHARACTER_OPTIONS = frozenset({"quote", "escape"})
@@ -129,15 +130,16 @@ class DelimitedFormat(FileFormat):
         self, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
         records = self.records(_text_lines(self.lines(scan_file), scan_file, bad))
-        positions, leftovers, width = self._positions(decode, records, scan_file)
+        keys, leftovers, width = self._positions(decode, records, scan_file)
         converters = [text_converter(f.type) for f in decode.fields]
+        texts = [pa.types.is_string(f.type) for f in decode.fields]
         names = [f.name for f in decode.fields]
         rescue = decode.rescue is not None
         nulls = (None,) * len(decode.raw_fields)
         record_number = -1
         for line_number, fields in records:
             record_number += 1
-            if fields is not None and width is None and self.fixed_width and not self.list_table:
+            if fields is not None and width is None and self.fixed_width:
                 width = len(fields)
             if record_number < skip:
                 continue
@@ -145,6 +147,7 @@ class DelimitedFormat(FileFormat):
                 if bad.keeps_unreadable():
                     yield nulls
                 continue
+            cells = self._cells(fields)
             if width is not None and len(fields) != width:
                 bad.report(
                     scan_file,
@@ -155,19 +158,33 @@ class DelimitedFormat(FileFormat):
                 )
                 if not bad.keeps_unreadable():
                     continue
-            cells = self._cells(fields)
+                cells = (cells + [None] * width)[:width]
             values: list[Any] = []
             problem = None
             bad_column = None
             rescued: dict[str, Any] = {}
-            for name, position, convert in zip(names, positions, converters, strict=True):
-                text = cells[position] if position is not None and position < len(cells) else None
+            for name, at, convert, text in zip(names, keys, converters, texts, strict=True):
+                given = [
+                    (key, cells[index])
+                    for key, index in at
+                    if index < len(cells) and _has_value(cells[index], text)
+                ]
+                if len(given) > 1:
+                    if not rescue:
+                        values.append(None)
+                        if problem is None:
+                            problem = duplicate_keys(name, [key for key, _ in given])
+                            bad_column = name
+                        continue
+                    rescued.update((key, cell) for key, cell in given if key != name)
+                    given = [(key, cell) for key, cell in given if key == name]
+                key, cell = given[0] if given else (None, None)
                 try:
-                    values.append(convert(text))
+                    values.append(convert(cell))
                 except BadValue as exc:
                     values.append(None)
-                    if rescue:
-                        rescued[name] = text
+                    if rescue and key is not None:
+                        rescued[key] = cell
                     elif problem is None:
                         problem, bad_column = f"column '{name}': expected {exc}", name
             values += [cells[i] if i < len(cells) else None for i in decode.elements]
@@ -197,21 +214,28 @@ class DelimitedFormat(FileFormat):
 
     def _positions(
         self, decode: Decode, records: Records, scan_file: ScanFile
-    ) -> tuple[list[int | None], list[tuple[str, int]], int | None]:
-        """Where each decoded column sits in a record (by header name, or by position), the
-        header's fields outside the table with theirs, and the header's width where records
-        must have it."""
+    ) -> tuple[list[list[tuple[str, int]]], list[tuple[str, int]], int | None]:
+        """Per decoded column, its keys and their places in a record (every header name that
+        folds to its name, or its position), the header's fields outside the table with
+        theirs, and the header's width where records must have it."""
         if self.list_table:
             return [], [], None
         if self.has_header:
             header = next(records, (0, []))[1] or []
-            present = {name.casefold(): index for index, name in enumerate(header)}
             leftovers = [(name, i) for i, name in enumerate(header) if decode.leftover(name)]
             if decode.watches_fields:
                 self._check_new(decode, [name for name, _ in leftovers], scan_file)
             width = len(header) if self.fixed_width and header else None
-            return [present.get(f.name.casefold()) for f in decode.fields], leftovers, width
-        return [decode.positions.get(f.name.casefold()) for f in decode.fields], [], None
+            keys = [
+                [(name, i) for i, name in enumerate(header) if fold(name) == fold(f.name)]
+                for f in decode.fields
+            ]
+            return keys, leftovers, width
+        keys = []
+        for f in decode.fields:
+            position = decode.positions.get(fold(f.name))
+            keys.append([] if position is None else [(f.name, position)])
+        return keys, [], None
 
     def _check_new(self, decode: Decode, names: list[str], scan_file: ScanFile) -> None:
         if decode.fail_on_new and names:
@@ -224,28 +248,36 @@ class CsvFormat(DelimitedFormat):
     option_names = frozenset({"header", "delimiter", "quote", "escape", "nullvalue", "multiline"})
 
     def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
+        """pyarrow's batches, each decoded column under every header name that folds to
+        its name (``names``), spelled as the header spells it."""
         file_names = self._file_names(scan_file)
         if not file_names:
             return
-        wanted = self._wanted(decode, file_names)
-        types = {spelled: read_type for spelled, (_, read_type) in wanted.items()}
-        leftovers: list[str] = []
+        read_names = _read_names(file_names)
+        keys = self._keys(decode, file_names, read_names)
+        types = {read: read_type for read, _, read_type in keys}
+        leftovers: list[tuple[str, str]] = []
         if decode.watches_fields and self.has_header:
-            leftovers = [name for name in file_names if decode.leftover(name)]
-            self._check_new(decode, leftovers, scan_file)
-            types.update({name: pa.string() for name in leftovers if name not in types})
-        names = [table_name for table_name, _ in wanted.values()]
+            leftovers = [
+                (read, name)
+                for read, name in zip(read_names, file_names, strict=True)
+                if decode.leftover(name)
+            ]
+            self._check_new(decode, [name for _, name in leftovers], scan_file)
+            types.update({read: pa.string() for read, _ in leftovers if read not in types})
+        names = [raw for _, raw, _ in keys]
         if decode.whole_list:
             names.append(COLUMNS)
         if decode.rescue is not None:
             names.append(decode.rescue)
+        skip = self._skip(scan_file, file_names)
         with self.open(scan_file) as handle:
-            for batch in self._reader(handle, file_names, types):
-                arrays = [batch.column(spelled) for spelled in wanted]
+            for batch in self._reader(handle, read_names, types, skip):
+                arrays = [batch.column(read) for read, _, _ in keys]
                 if decode.whole_list:
-                    arrays.append(strings_to_list([batch.column(name) for name in file_names]))
+                    arrays.append(strings_to_list([batch.column(read) for read in read_names]))
                 if decode.rescue is not None:
-                    extras = [(name, batch.column(name)) for name in leftovers]
+                    extras = [(name, batch.column(read)) for read, name in leftovers]
                     arrays.append(rescued_array(extras, batch.num_rows, scan_file.url))
                 if not arrays:
                     yield batch.select([])
@@ -255,8 +287,9 @@ class CsvFormat(DelimitedFormat):
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         file_names = self._file_names(scan_file)
         if file_names:
+            skip = self._skip(scan_file, file_names)
             with self.open(scan_file) as handle:
-                for batch in self._reader(handle, file_names, {}):
+                for batch in self._reader(handle, _read_names(file_names), {}, skip):
                     yield batch.num_rows
 
     def records(self, lines: Iterator[tuple[int, str | None]]) -> Records:
@@ -281,17 +314,25 @@ class CsvFormat(DelimitedFormat):
         return first if self.has_header else [str(i) for i in range(len(first))]
 
     def _reader(
-        self, handle: pa.NativeFile, file_names: list[str], types: dict[str, pa.DataType]
+        self,
+        handle: pa.NativeFile,
+        read_names: list[str],
+        types: dict[str, pa.DataType],
+        skip: int | None,
     ) -> pa_csv.CSVStreamingReader:
-        """pyarrow's streaming csv reader for the named columns (the first, as binary, for none)."""
+        """pyarrow's streaming csv reader for the named columns (the first, as binary, for
+        none); ``skip`` is None for a header pyarrow reads, else the records to skip (a
+        header that repeats a name is skipped, its columns read by position)."""
         options = self.delimited
         if not types:
-            types = {file_names[0]: pa.binary()}
+            types = {read_names[0]: pa.binary()}
+        own_header = skip is None
         return pa_csv.open_csv(
             handle,
             read_options=pa_csv.ReadOptions(
                 block_size=self.block_bytes,
-                column_names=None if self.has_header else file_names,
+                column_names=None if own_header else read_names,
+                skip_rows=skip or 0,
                 use_threads=False,
             ),
             parse_options=pa_csv.ParseOptions(
@@ -309,31 +350,47 @@ class CsvFormat(DelimitedFormat):
             ),
         )
 
-    def _wanted(
-        self, decode: Decode, file_names: Sequence[str]
-    ) -> dict[str, tuple[str, pa.DataType]]:
-        """File column -> (raw column name, read type) for each column to decode."""
-        wanted: dict[str, tuple[str, pa.DataType]] = {}
+    def _skip(self, scan_file: ScanFile, file_names: list[str]) -> int | None:
+        """What ``_reader`` skips: None where pyarrow reads the header itself; else the
+        records up to the header, blank ones included, as pyarrow's ``skip_rows`` counts
+        them (0 without a header)."""
+        if not self.has_header:
+            return 0
+        if not _repeats(file_names):
+            return None
+        head, _ = self.read_head(scan_file, self.settings.sample_bytes)
+        rows = 0
+        for row in python_csv_reader(io.StringIO(head.decode("utf-8", errors="replace")), self.delimited):
+            rows += 1
+            if row:
+                break
+        return rows
+
+    def _keys(
+        self, decode: Decode, file_names: Sequence[str], read_names: Sequence[str]
+    ) -> list[tuple[str, str, pa.DataType]]:
+        """(pyarrow's name, raw column name, read type) of each file column to decode."""
+        keys: list[tuple[str, str, pa.DataType]] = []
         if self.list_table:
             for index in decode.elements:
-                if index < len(file_names):
-                    wanted[file_names[index]] = (f"{COLUMNS}[{index}]", pa.string())
+                if index < len(read_names):
+                    keys.append((read_names[index], f"{COLUMNS}[{index}]", pa.string()))
             if decode.whole_list:
-                for name in file_names:
-                    wanted.setdefault(name, (name, pa.string()))
-            return wanted
+                taken = {read for read, _, _ in keys}
+                keys += [(read, read, pa.string()) for read in read_names if read not in taken]
+            return keys
         if self.has_header:
-            present = {name.casefold(): name for name in file_names}
-            for f in decode.fields:
-                spelled = present.get(f.name.casefold())
-                if spelled is not None:
-                    wanted[spelled] = (f.name, csv_read_type(f.type))
-            return wanted
+            wanted = {fold(f.name): f for f in decode.fields}
+            for read, name in zip(read_names, file_names, strict=True):
+                found = wanted.get(fold(name))
+                if found is not None:
+                    keys.append((read, name, csv_read_type(found.type)))
+            return keys
         for f in decode.fields:
-            position = decode.positions[f.name.casefold()]
-            if position < len(file_names):
-                wanted[file_names[position]] = (f.name, csv_read_type(f.type))
-        return wanted
+            position = decode.positions[fold(f.name)]
+            if position < len(read_names):
+                keys.append((read_names[position], f.name, csv_read_type(f.type)))
+        return keys
 
 
 class TsvFormat(CsvFormat):
@@ -368,6 +425,21 @@ class TextFormat(DelimitedFormat):
                 yield number, None
             else:
                 yield number, line.split(delimiter) if delimiter else [line]
+
+
+def _read_names(file_names: list[str]) -> list[str]:
+    """What pyarrow calls a file's columns: the header's names, unless it repeats one (then
+    their positions, as for a file without a header)."""
+    return [str(i) for i in range(len(file_names))] if _repeats(file_names) else file_names
+
+
+def _repeats(names: Sequence[str]) -> bool:
+    return len(set(names)) < len(names)
+
+
+def _has_value(cell: str | None, text: bool) -> bool:
+    """Whether a field gives its column a value: empty text is null but in a text column."""
+    return cell is not None and (text or cell != "")
 
 
 def csv_read_type(arrow_type: pa.DataType) -> pa.DataType:

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning.choices import choice
 from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.base import (
@@ -41,8 +40,15 @@ from connect_plugin.scanning.formats.base import (
     FileSample,
     FormatSettings,
 )
-from connect_plugin.scanning.formats.converters import BadValue, Converter, json_converter
+from connect_plugin.scanning.formats.converters import json_converter
+from connect_plugin.scanning.formats.json_keys import JsonKeys
 from connect_plugin.scanning.formats.json_layout import JsonLayout, detect_layout
+from connect_plugin.scanning.formats.json_records import (
+    RecordTexts,
+    convert_record,
+    record_text,
+    with_leftovers,
+)
 from connect_plugin.scanning.formats.json_structure import (
     Event,
     Region,
@@ -52,8 +58,8 @@ from connect_plugin.scanning.formats.json_structure import (
     units,
 )
 from connect_plugin.scanning.formats.records import BadRecordSink, Row, place_text
-from connect_plugin.scanning.formats.rescue import new_columns_message, rescued_array, rescued_text
 from connect_plugin.scanning.formats.widening import TypeClash, merge_types, normalize_type
+from connect_plugin.scanning.names import fold
 
 INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 
@@ -156,23 +162,23 @@ class JsonFormat(FileFormat):
         return b"\n".join(text for _, text in numbered), numbered
 
     def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
+        """pyarrow's batches, each decoded column under every key of the block that folds
+        to it (``json_keys``), the rescued column made from the records' text."""
         if self.is_empty(scan_file):
             return
-        spelled = [f.with_name(decode.spelling(scan_file, f.name)) for f in decode.fields]
-        read = pa.schema([f.with_type(json_read_type(f.type)) for f in spelled])
+        keys = JsonKeys(decode, {f.name: json_read_type(f.type) for f in decode.fields})
         watch = decode.watches_fields
-        parse = pa_json.ParseOptions(
-            explicit_schema=read, unexpected_field_behavior="infer" if watch else "ignore"
-        )
-        names = [f.name for f in decode.fields]
-        for batch in self._parsed(scan_file, parse):
-            if watch:
-                yield _with_leftovers(batch, names, decode, scan_file)
-            else:
-                yield batch.rename_columns(names)
+        for block in self._record_blocks(scan_file):
+            table = _block_table(block, keys, watch)
+            width = len(keys.read_fields())
+            texts = RecordTexts(block, table.num_rows)
+            start = 0
+            for batch in table.to_batches():
+                yield with_leftovers(batch, width, decode, scan_file, texts.rows(start))
+                start += batch.num_rows
 
-    def _parsed(self, scan_file: ScanFile, parse: pa_json.ParseOptions) -> Iterator[pa.RecordBatch]:
-        """pyarrow's batches of the file's records, a block of whole lines at a time."""
+    def _record_blocks(self, scan_file: ScanFile) -> Iterator[bytes]:
+        """The file's records, one per line, a block of whole lines at a time."""
         layout = self.file_layout(scan_file)
         if layout is JsonLayout.LINES:
             blocks = self.line_blocks(scan_file)
@@ -180,15 +186,12 @@ class JsonFormat(FileFormat):
             blocks = record_lines(self.blocks(scan_file), layout)
         for block in blocks:
             if not block.isspace():
-                yield from read_lines(block, parse).to_batches()
+                yield block
 
     def row_records(
         self, scan_file: ScanFile, decode: Decode, skip: int, bad: BadRecordSink
     ) -> Iterator[Row]:
-        columns = [
-            (f.name, decode.spelling(scan_file, f.name), f.name.casefold(), json_converter(f.type))
-            for f in decode.fields
-        ]
+        columns = [(f.name, json_converter(f.type)) for f in decode.fields]
         nulls = (None,) * len(decode.raw_fields)
         for number, (place, text, problem) in enumerate(self._records(scan_file)):
             if number < skip:
@@ -203,10 +206,13 @@ class JsonFormat(FileFormat):
             if problem is None and not isinstance(record, dict):
                 problem = f"the record is {_kind(record)}, not a json object"
             if problem is not None:
-                if bad.unreadable(scan_file, place.line, problem, _text(text), place.offset):
+                if bad.unreadable(
+                    scan_file, place.line, problem, record_text(text), place.offset
+                ):
                     yield nulls
                 continue
-            row = _convert_record(record, columns, scan_file, place, bad, decode, text)
+            where = (place.line, place.offset)
+            row = convert_record(record, columns, scan_file, where, bad, decode, text)
             if row is not None:
                 yield row
 
@@ -271,6 +277,27 @@ def _kind(value: Any) -> str:
     return "an object"
 
 
+def _block_table(block: bytes, keys: JsonKeys, watch: bool) -> pa.Table:
+    """One block parsed asking for every known spelling of each decoded column.
+
+    Fields outside the table are inferred when they are watched (rescued, or an error);
+    a block that may spell a decoded column anew is first parsed with every field
+    inferred, to learn its spellings (``JsonKeys``).
+    """
+    if watch or keys.may_hide(block):
+        table = read_lines(block, _parse_options(keys, infer=True))
+        if not keys.learn(table.column_names):
+            return table
+    return read_lines(block, _parse_options(keys, infer=watch))
+
+
+def _parse_options(keys: JsonKeys, infer: bool) -> pa_json.ParseOptions:
+    return pa_json.ParseOptions(
+        explicit_schema=pa.schema(keys.read_fields()),
+        unexpected_field_behavior="infer" if infer else "ignore",
+    )
+
+
 def read_lines(block: bytes, parse: pa_json.ParseOptions) -> pa.Table:
     """One block of whole json lines through pyarrow's reader.
 
@@ -300,81 +327,6 @@ def json_read_type(arrow_type: pa.DataType) -> pa.DataType:
             ]
         )
     return arrow_type
-
-
-def _with_leftovers(
-    batch: pa.RecordBatch, names: list[str], decode: Decode, scan_file: ScanFile
-) -> pa.RecordBatch:
-    """The decoded columns, plus the rescued fields the table does not keep.
-
-    pyarrow's reader puts the fields it was not asked for after the asked-for
-    ones; those the table has (columns not projected) are dropped.
-    """
-    width = len(names)
-    extras = [
-        (batch.schema.field(index).name, batch.column(index))
-        for index in range(width, batch.num_columns)
-        if decode.leftover(batch.schema.field(index).name)
-    ]
-    if decode.fail_on_new and extras:
-        where = f"{scan_file.url} (past its sample)"
-        raise SchemaEvolutionError(
-            new_columns_message(where, [name for name, _ in extras], "the scan's schema")
-        )
-    arrays = [batch.column(index) for index in range(width)]
-    if decode.rescue is None:
-        return pa.RecordBatch.from_arrays(arrays, names=names)
-    arrays.append(rescued_array(extras, batch.num_rows, scan_file.url))
-    return pa.RecordBatch.from_arrays(arrays, names=[*names, decode.rescue])
-
-
-def _convert_record(
-    record: dict[str, Any],
-    columns: Sequence[tuple[str, str, str, Converter]],
-    scan_file: ScanFile,
-    place: Place,
-    bad: BadRecordSink,
-    decode: Decode,
-    line: bytes,
-) -> Row | None:
-    values = []
-    folded: dict[str, Any] | None = None
-    problem = None
-    bad_column = None
-    rescued: dict[str, Any] = {}
-    for name, spelled, key, convert in columns:
-        value = record.get(spelled, _MISSING)
-        if value is _MISSING:
-            if folded is None:
-                folded = {str(k).casefold(): v for k, v in record.items()}
-            value = folded.get(key)
-        try:
-            values.append(convert(value))
-        except BadValue as exc:
-            values.append(None)
-            if decode.rescue is not None:
-                rescued[spelled] = value
-            elif problem is None:
-                problem, bad_column = f"column '{name}': expected {exc}", name
-    if decode.watches_fields:
-        new = [str(key) for key in record if decode.leftover(str(key))]
-        if new and decode.fail_on_new:
-            where = f"{scan_file.url}, {place},"
-            raise SchemaEvolutionError(new_columns_message(where, new, "the scan's schema"))
-        for key in new:
-            rescued[key] = record[key]
-    if problem is not None and not bad.keeps(
-        scan_file, place.line, problem, record=_text(line), offset=place.offset, column=bad_column
-    ):
-        return None
-    if decode.rescue is not None:
-        values.append(rescued_text(rescued, scan_file.url) if rescued else None)
-    return tuple(values)
-
-
-def _text(line: bytes) -> str:
-    """A record's line as text for a reject, without its line break."""
-    return line.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _blank_lines(block: bytes) -> int:
@@ -421,7 +373,7 @@ def _fields_by_record(
         if not isinstance(record, dict):
             continue
         for name, value in record.items():
-            key = name.casefold()
+            key = fold(name)
             spelling, known_type, first_line = columns.get(key, (name, pa.null(), number))
             try:
                 merged = merge_types(known_type, python_type(value))
@@ -431,7 +383,9 @@ def _fields_by_record(
                     f"column '{spelling}{clash.path}' of file {scan_file.url} is "
                     f"{clash.left} up to line {first_line} and {clash.right} on line {number}; "
                     "no widening rule joins them. Give the column's type in the scan's "
-                    "schema to convert every value to it, or fix the file",
+                    "schema to convert every value to it, scan with on_error='null' or 'skip' "
+                    "to keep the first type and take values that do not convert as bad "
+                    "records, or fix the file",
                 )
                 continue
             columns[key] = (spelling, merged, first_line)

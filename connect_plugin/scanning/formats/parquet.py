@@ -17,6 +17,7 @@ from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats.base import Decode, FileFormat, FileSample
 from connect_plugin.scanning.formats.rescue import new_columns_message, rescued_array
 from connect_plugin.scanning.formats.widening import normalize_type
+from connect_plugin.scanning.names import KeyGroups
 
 
 class ParquetFormat(FileFormat):
@@ -40,18 +41,15 @@ class ParquetFormat(FileFormat):
         return FileSample(tuple(f.with_type(normalize_type(f.type)) for f in schema))
 
     def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
+        """The file's columns that fold to a decoded column (``names``), as the file spells
+        them, and the rescued column of the others."""
         with self.open(scan_file) as handle:
             parquet = pq.ParquetFile(handle)
-            present = {name.casefold(): name for name in parquet.schema_arrow.names}
-            chosen = [
-                (f.name, present[f.name.casefold()])
-                for f in decode.fields
-                if f.name.casefold() in present
-            ]
-            table_names = [table_name for table_name, _ in chosen]
+            file_names = parquet.schema_arrow.names
+            chosen = KeyGroups(decode.wanted, file_names).keys()
             leftovers: list[str] = []
             if decode.watches_fields:
-                leftovers = [name for name in parquet.schema_arrow.names if decode.leftover(name)]
+                leftovers = [name for name in file_names if decode.leftover(name)]
                 if decode.fail_on_new and leftovers:
                     raise SchemaEvolutionError(
                         new_columns_message(scan_file.url, leftovers, "the scan's schema")
@@ -59,15 +57,15 @@ class ParquetFormat(FileFormat):
             width = len(chosen)
             for batch in parquet.iter_batches(
                 batch_size=self.settings.max_rows,
-                columns=[spelled for _, spelled in chosen] + leftovers,
+                columns=chosen + leftovers,
                 use_threads=False,
             ):
                 if decode.rescue is None:
-                    yield batch.select(range(width)).rename_columns(table_names)
+                    yield batch.select(range(width))
                     continue
                 extras = [(name, batch.column(width + i)) for i, name in enumerate(leftovers)]
                 arrays = [*batch.columns[:width], rescued_array(extras, batch.num_rows, scan_file.url)]
-                yield pa.RecordBatch.from_arrays(arrays, names=[*table_names, decode.rescue])
+                yield pa.RecordBatch.from_arrays(arrays, names=[*chosen, decode.rescue])
 
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
         with self.open(scan_file) as handle:
@@ -79,17 +77,22 @@ class ParquetFormat(FileFormat):
         A column converts without fail when the file has it in the read type
         already or in a type that widens to it (a smaller integer, a float to
         double); any other type may hold a value that does not convert, a bad
-        record, so only reading counts.
+        record, and a column the file spells twice (``A`` and ``a``) may get two
+        values in a row, so only reading counts.
         """
         with self.open(scan_file) as handle:
             parquet = pq.ParquetFile(handle)
-            present = {f.name.casefold(): f.type for f in parquet.schema_arrow}
-            if decode.fail_on_new and any(decode.leftover(name) for name in present):
+            schema = parquet.schema_arrow
+            if decode.fail_on_new and any(decode.leftover(name) for name in schema.names):
                 return None
+            groups = KeyGroups(decode.wanted, schema.names)
             for wanted in decode.fields:
-                found = present.get(wanted.name.casefold())
-                if found is not None and not _widens(normalize_type(found), wanted.type):
+                keys = groups.of(wanted.name)
+                if len(keys) > 1:
                     return None
+                for key in keys:
+                    if not _widens(normalize_type(schema.field(key).type), wanted.type):
+                        return None
             count: int = parquet.metadata.num_rows
             return count
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from connect_plugin.scanning.names import fold
+
 _INT_ORDER = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
 _UNSIGNED_TO_SIGNED = {
     pa.uint8(): pa.int16(),
@@ -167,12 +169,12 @@ def _unit_rank(unit: str) -> int:
 
 def _merge_structs(left: pa.DataType, right: pa.DataType) -> pa.DataType:
     fields = [left.field(i) for i in range(left.num_fields)]
-    position = {field.name.casefold(): index for index, field in enumerate(fields)}
+    position = {fold(field.name): index for index, field in enumerate(fields)}
     for i in range(right.num_fields):
         other = right.field(i)
-        index = position.get(other.name.casefold())
+        index = position.get(fold(other.name))
         if index is None:
-            position[other.name.casefold()] = len(fields)
+            position[fold(other.name)] = len(fields)
             fields.append(other)
             continue
         try:

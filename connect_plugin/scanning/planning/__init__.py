@@ -11,5 +11,5 @@ Spark needs the schema before any task runs, so schema on read is settled
 here, up front, from the request and what the formats say of each file; the
 reader on the executors follows the plan without looking at the files again.
 
-Imports from the scan: ``choices``, ``files``, ``formats``, ``request``.
+Imports from the scan: ``choices``, ``names``, ``files``, ``formats``, ``request``.
 """

@@ -15,10 +15,12 @@ value is an integer, ``double`` when every value is a number, else
 ``string``. ``__HIVE_DEFAULT_PARTITION__`` is null and values are
 URL-unquoted, matching what Spark writes.
 
-A provided schema can give an implicit column another name by marking the
-field with the metadata key ``connect_plugin.implicit`` (values
-``filename``, ``filepath``, ``fqn``, ``suffix`` or ``dirN``), as Drill's
-``drill.implicit`` property does.
+A column of the data of the same name wins over an implicit column
+(``projection``). A provided schema can give an implicit column another
+name by marking the field with the metadata key ``connect_plugin.implicit``
+(values ``filename``, ``filepath``, ``fqn``, ``suffix`` or ``dirN``), as
+Drill's ``drill.implicit`` property does: the way to an implicit column a
+column of the data shadows.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from connect_plugin.scanning.files.files import ScanFile
+from connect_plugin.scanning.names import fold
 
 FILE_COLUMNS = ("filename", "filepath", "fqn", "suffix")
 IMPLICIT_MARKER = b"connect_plugin.implicit"
@@ -41,7 +44,7 @@ DIR_NAME = re.compile(r"^dir(\d+)$", re.IGNORECASE)
 
 def file_column_kind(name: str) -> str | None:
     """``filename``, ``filepath``, ``fqn`` or ``suffix`` if the name is one, any case."""
-    folded = name.lower()
+    folded = fold(name)
     return folded if folded in FILE_COLUMNS else None
 
 
@@ -71,13 +74,13 @@ def dir_value(index: int, scan_file: ScanFile) -> str | None:
 
 
 def hive_pairs(scan_file: ScanFile) -> dict[str, str | None]:
-    """The ``key=value`` directories of a file, keys folded to lower case, values unquoted."""
+    """The ``key=value`` directories of a file, keys folded (``names``), values unquoted."""
     pairs: dict[str, str | None] = {}
     for part in scan_file.dirs:
         key, equals, value = part.partition("=")
         if equals and key:
             text = unquote(value)
-            pairs[unquote(key).lower()] = None if text == HIVE_NULL else text
+            pairs[fold(unquote(key))] = None if text == HIVE_NULL else text
     return pairs
 
 
@@ -89,7 +92,7 @@ def hive_columns(files: Iterable[ScanFile]) -> dict[str, tuple[str, pa.DataType]
         for part in scan_file.dirs:
             key, equals, _ = part.partition("=")
             if equals and key:
-                spelling.setdefault(unquote(key).lower(), unquote(key))
+                spelling.setdefault(fold(unquote(key)), unquote(key))
         for key, value in hive_pairs(scan_file).items():
             bucket = values.setdefault(key, [])
             if value is not None:

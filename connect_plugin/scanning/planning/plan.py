@@ -16,14 +16,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
 from connect_plugin.errors import MissingColumn
 from connect_plugin.scanning.choices import Evolution, MissingColumns
 from connect_plugin.scanning.files.files import ScanFile, list_files
-from connect_plugin.scanning.formats import FileSample, Spellings
+from connect_plugin.scanning.names import fold
 from connect_plugin.scanning.planning.projection import (
     Kind,
     OutputColumn,
@@ -48,7 +48,6 @@ class ScanPlan:
     table: TableSchema
     columns: tuple[OutputColumn, ...]
     partitions: Partitions
-    spellings: Spellings = field(default_factory=dict)
     from_cache: bool = False
 
     @property
@@ -56,15 +55,24 @@ class ScanPlan:
         """The Arrow schema of every batch the scan yields."""
         return pa.schema([column.field for column in self.columns])
 
+    def relisted(self) -> ScanPlan:
+        """The plan over the files there are now, for a query run later than the planning.
+
+        The table and the output columns stay: Spark holds the schema they gave. A file
+        added since is read by them (a column it alone has is left out, as one past the
+        samples is), a file deleted since is not read at all.
+        """
+        return replace(self, files=tuple(list_files(self.spec.paths, self.spec.storage)))
+
     @property
     def decoded_fields(self) -> tuple[pa.Field, ...]:
         """Table columns whose values must be decoded from the files, in table order."""
         needed = {
-            column.source.casefold()
+            fold(column.source)
             for column in self.columns
             if column.kind in (Kind.TABLE, Kind.MEMBER, Kind.ELEMENT)
         }
-        return tuple(f for f in self.table.data_fields if f.name.casefold() in needed)
+        return tuple(f for f in self.table.data_fields if fold(f.name) in needed)
 
 
 def plan_scan(spec: ScanSpec) -> ScanPlan:
@@ -79,17 +87,13 @@ def plan_scan(spec: ScanSpec) -> ScanPlan:
     key = (spec.cache_key(), tuple((f.path, f.size, f.mtime_ns) for f in files))
     cached = _CACHE.get(key)
     if cached is not None:
-        table, spellings = cached
+        table = cached
     else:
-        samples = sample_files(spec, files)
-        table = resolve_table(spec, files, samples)
-        spellings = _spellings(files, samples)
-        _CACHE.put(key, (table, spellings))
+        table = resolve_table(spec, files, sample_files(spec, files))
+        _CACHE.put(key, table)
     columns = resolve_projection(spec, table, partitions)
     _check_missing(spec, table, columns)
-    return ScanPlan(
-        spec, files, table, columns, partitions, spellings, from_cache=cached is not None
-    )
+    return ScanPlan(spec, files, table, columns, partitions, from_cache=cached is not None)
 
 
 def _check_missing(spec: ScanSpec, table: TableSchema, columns: Sequence[OutputColumn]) -> None:
@@ -119,29 +123,22 @@ def _wants_samples(spec: ScanSpec, columns: Sequence[OutputColumn]) -> bool:
     return spec.is_wildcard or any(column.kind is Kind.MISSING for column in columns)
 
 
-def _spellings(files: Sequence[ScanFile], samples: Sequence[FileSample]) -> Spellings:
-    return {
-        scan_file.path: {f.name.casefold(): f.name for f in sample.fields}
-        for scan_file, sample in zip(files, samples, strict=True)
-    }
-
-
 class _SchemaCache:
     """A small thread-safe LRU of resolved table schemas."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: OrderedDict[object, tuple[TableSchema, Spellings]] = OrderedDict()
+        self._entries: OrderedDict[object, TableSchema] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: object) -> tuple[TableSchema, Spellings] | None:
+    def get(self, key: object) -> TableSchema | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: object, entry: tuple[TableSchema, Spellings]) -> None:
+    def put(self, key: object, entry: TableSchema) -> None:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)

@@ -1,16 +1,24 @@
 """From the projection list to the output columns: what each one is and its type.
 
-A name in the projection is, in this order of preference:
+A name in the projection is, in this order of preference (names match by
+the rule of ``names``: without case):
 
-1. a provided-schema field marked as an implicit column (``myFqn``);
-2. an implicit file column, ``filename``, ``filepath``, ``fqn``, ``suffix``;
-3. a partition column ``dirN`` (null for files less deep than N+1);
-4. with hive partitioning, a ``key`` of ``key=value`` directories;
-5. a table column, matched without case (names with dots or brackets too);
-6. ``name[n]``: element n of a list column (``columns[2]`` on headerless text);
-7. ``a.b.c``: member ``b.c`` of a struct column ``a``;
-8. otherwise a missing column: nulls, typed as a nullable string.
+1. the rescued-data column;
+2. a provided-schema field marked as an implicit column (``myFqn``);
+3. with hive partitioning, a ``key`` of ``key=value`` directories, which
+   wins over a file's own column of that name, as in Spark's readers;
+4. a table column: a column of the files or of the provided schema (names
+   with dots or brackets too);
+5. an implicit file column, ``filename``, ``filepath``, ``fqn``, ``suffix``;
+6. a partition column ``dirN`` (null for files less deep than N+1);
+7. ``name[n]``: element n of a list column (``columns[2]`` on headerless text);
+8. ``a.b.c``: member ``b.c`` of a struct column ``a``;
+9. otherwise a missing column: nulls, typed as a nullable string.
 
+So an implicit column never replaces a column of the data: a table column
+named ``filename`` or ``dir0`` is read as it is, with a list of columns or
+with the wildcard, which adds no ``dirN`` the table has; the implicit column
+is then reached under another name, a provided-schema field marked as it.
 Output columns are named as the user spelled them. Nested syntax shadows an
 implicit name, as in Drill: ``filename.a`` is member ``a`` of a table column
 ``filename``.
@@ -33,6 +41,7 @@ import pyarrow as pa
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.choices import Partitioning
 from connect_plugin.scanning.files.files import ScanFile, max_depth
+from connect_plugin.scanning.names import fold
 from connect_plugin.scanning.planning.implicit import dir_index, file_column_kind, hive_columns
 from connect_plugin.scanning.planning.schema_tracker import TableSchema
 from connect_plugin.scanning.request.spec import INDEXED_NAME, ScanSpec
@@ -85,7 +94,7 @@ def resolve_projection(
     explicit = {name: resolver.resolve(name) for name in items if name != "*"}
     if "*" not in items:
         return _checked(table, _with_rescued(spec, table, [explicit[name] for name in items]))
-    mentioned = {column.name.casefold() for column in explicit.values()}
+    mentioned = {fold(column.name) for column in explicit.values()}
     mentioned |= {f"dir{column.index}" for column in explicit.values() if column.kind is Kind.DIR}
     mentioned |= {column.source for column in explicit.values() if column.kind is Kind.HIVE}
     result: list[OutputColumn] = []
@@ -132,21 +141,22 @@ class _Resolver:
 
     def resolve(self, name: str) -> OutputColumn:
         rescued = self.spec.rescued_column
-        if rescued is not None and name.casefold() == rescued.casefold():
+        if rescued is not None and fold(name) == fold(rescued):
             return OutputColumn(pa.field(name, pa.string()), Kind.RESCUED, rescued)
         table_field = self.table.field(name)
-        if table_field is not None and table_field.name.casefold() in self.table.implicit:
-            return self._implicit(name, self.table.implicit[table_field.name.casefold()])
-        kind = file_column_kind(name)
-        if kind is not None:
-            return OutputColumn(pa.field(name, pa.string(), nullable=False), Kind.FILE, kind)
-        if dir_index(name) is not None:
-            return self._implicit(name, name.lower())
-        key = name.lower()
+        if table_field is not None and fold(table_field.name) in self.table.implicit:
+            return self._implicit(name, self.table.implicit[fold(table_field.name)])
+        key = fold(name)
         if key in self.hive:
             return self._hive(name, key)
         if table_field is not None:
             return OutputColumn(table_field.with_name(name), Kind.TABLE, table_field.name)
+        kind = file_column_kind(name)
+        if kind is not None:
+            return OutputColumn(pa.field(name, pa.string(), nullable=False), Kind.FILE, kind)
+        index = dir_index(name)
+        if index is not None:
+            return self._implicit(name, f"dir{index}")
         indexed = INDEXED_NAME.match(name)
         if indexed is not None:
             return self._element(name, indexed.group("base"), int(indexed.group("index")))
@@ -211,7 +221,7 @@ class _Resolver:
         result = []
         taken = set(mentioned)
         for table_field in self.table.fields:
-            key = table_field.name.casefold()
+            key = fold(table_field.name)
             if key in self.table.implicit:
                 column = self._implicit(table_field.name, self.table.implicit[key])
                 if column.kind is Kind.DIR:
@@ -236,10 +246,10 @@ class _Resolver:
 
 
 def _struct_member(struct_type: pa.DataType, name: str) -> pa.Field | None:
-    key = name.casefold()
+    key = fold(name)
     for index in range(struct_type.num_fields):
         member = struct_type.field(index)
-        if member.name.casefold() == key:
+        if fold(member.name) == key:
             return member
     return None
 

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from connect_plugin.scanning.files.files import ScanFile
+from connect_plugin.scanning.names import fold
 from connect_plugin.scanning.planning.implicit import dir_value, file_value, hive_pairs, hive_value
 from connect_plugin.scanning.planning.plan import ScanPlan
 from connect_plugin.scanning.planning.projection import Kind, OutputColumn
@@ -47,9 +48,9 @@ _UNDECIDED = object()
 
 def partition_column(plan: ScanPlan, name: str) -> OutputColumn | None:
     """The output column a filter names, if it has one value per file (dirN, hive, implicit)."""
-    key = name.casefold()
+    key = fold(name)
     for column in plan.columns:
-        if column.name.casefold() == key and column.kind in (Kind.DIR, Kind.HIVE, Kind.FILE):
+        if fold(column.name) == key and column.kind in (Kind.DIR, Kind.HIVE, Kind.FILE):
             return column
     return None
 

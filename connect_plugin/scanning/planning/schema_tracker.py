@@ -22,15 +22,21 @@ the provided schema and the files' samples (``sampling``):
   columns still widen.
 - Types widen by the rules of ``widening``; a conflict names the column,
   both types and the files that gave them, unless the provided schema gives
-  the type (each file's values are then cast to it on reading).
+  the type (each file's values are then cast to it on reading). A scan that
+  keeps going past bad values (``on_error`` other than ``fail``, or a
+  rescued-data column) has no conflicts: the column keeps the type of the
+  first file (and record) that gave it one, widened where a rule allows, and
+  each value that does not convert to it is a bad record of that policy, or
+  rescued, wherever the readers meet it.
 - A column that is only ever null, or known nowhere, is a nullable string.
 - Headerless csv/tsv and text have one column, ``columns``: a list of
   strings, one element per field, as in Drill. A provided schema instead
   names their fields by position.
 
-Provided-schema fields marked with ``connect_plugin.implicit`` metadata (or
-named like an implicit column) are implicit columns under the given name;
-they must be strings, and a ``dirN`` one must be nullable, as Drill demands.
+Provided-schema fields marked with ``connect_plugin.implicit`` metadata are
+implicit columns under the given name; they must be strings, and a ``dirN``
+one must be nullable, as Drill demands. Any other field of the provided
+schema is a column of the data, whatever its name (``dir0`` too).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from connect_plugin.errors import InvalidScanSpec, SchemaConflict, SchemaEvolutionError
-from connect_plugin.scanning.choices import Evolution
+from connect_plugin.scanning.choices import Evolution, OnError
 from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, STRING_LIST, FileSample
 from connect_plugin.scanning.formats.rescue import new_columns_message
@@ -52,11 +58,11 @@ from connect_plugin.scanning.formats.widening import (
     normalize_type,
     without_nulls,
 )
+from connect_plugin.scanning.names import fold
 from connect_plugin.scanning.planning.implicit import (
     FILE_COLUMNS,
     IMPLICIT_MARKER,
     dir_index,
-    file_column_kind,
 )
 from connect_plugin.scanning.request.spec import ScanSpec
 
@@ -83,41 +89,40 @@ class TableSchema:
 
     def check(self, name: str) -> None:
         """Raise the type conflict of a table column the output needs, if it has one."""
-        message = self.conflicts.get(name.casefold())
+        message = self.conflicts.get(fold(name))
         if message is not None:
             raise SchemaConflict(message)
 
     def field(self, name: str) -> pa.Field | None:
-        key = name.casefold()
-        return next((f for f in self.fields if f.name.casefold() == key), None)
+        key = fold(name)
+        return next((f for f in self.fields if fold(f.name) == key), None)
 
     @property
     def data_fields(self) -> tuple[pa.Field, ...]:
         """The fields read from files: all but the implicit ones."""
-        return tuple(f for f in self.fields if f.name.casefold() not in self.implicit)
+        return tuple(f for f in self.fields if fold(f.name) not in self.implicit)
 
 
 def provided_implicit(spec: ScanSpec) -> dict[str, str]:
-    """Folded names of provided-schema fields that are implicit columns, with their kind."""
+    """Folded names of provided-schema fields marked as implicit columns, with their kind.
+
+    A field only named like one (``dir0``) is a column of the data, as every other name
+    of the schema is.
+    """
     schema = spec.provided_schema
     if schema is None:
         return {}
     kinds = {}
     for provided in schema:
         marker = (provided.metadata or {}).get(IMPLICIT_MARKER)
-        if marker is not None:
-            kind = marker.decode("utf-8", errors="replace").lower()
-            if kind not in FILE_COLUMNS and dir_index(kind) is None:
-                raise InvalidScanSpec(
-                    f"provided column '{provided.name}' references an undefined implicit column "
-                    f"'{kind}'; use one of {', '.join(FILE_COLUMNS)} or dirN"
-                )
-        else:
-            kind = file_column_kind(provided.name) or (
-                provided.name.lower() if dir_index(provided.name) is not None else ""
+        if marker is None:
+            continue
+        kind = marker.decode("utf-8", errors="replace").lower()
+        if kind not in FILE_COLUMNS and dir_index(kind) is None:
+            raise InvalidScanSpec(
+                f"provided column '{provided.name}' references an undefined implicit column "
+                f"'{kind}'; use one of {', '.join(FILE_COLUMNS)} or dirN"
             )
-            if not kind:
-                continue
         if not (pa.types.is_string(provided.type) or pa.types.is_large_string(provided.type)):
             raise InvalidScanSpec(
                 f"provided column '{provided.name}' is the implicit column {kind} but has the "
@@ -128,7 +133,7 @@ def provided_implicit(spec: ScanSpec) -> dict[str, str]:
                 f"provided column '{provided.name}' is the partition column {kind} but has the "
                 "wrong type: not nullable; partition columns are null below shallow files"
             )
-        kinds[provided.name.casefold()] = kind
+        kinds[fold(provided.name)] = kind
     return kinds
 
 
@@ -139,7 +144,7 @@ def resolve_table(
     implicit = provided_implicit(spec)
     provided = list(spec.provided_schema or ())
     provided_fields = [f.with_type(normalize_type(f.type)) for f in provided]
-    fixed = frozenset(f.name.casefold() for f in provided_fields) - set(implicit)
+    fixed = frozenset(fold(f.name) for f in provided_fields) - set(implicit)
     file_format = spec.file_format
     if file_format.list_table:
         return TableSchema((LIST_TABLE_FIELD,))
@@ -147,7 +152,7 @@ def resolve_table(
     if file_format.headerless or samples is None:
         return TableSchema(tuple(provided_fields), implicit, fixed)
     if evolution.fixes_schema and provided_fields:
-        allowed = {f.name.casefold() for f in provided_fields} | set(implicit)
+        allowed = {fold(f.name) for f in provided_fields} | set(implicit)
         _new_columns(evolution, files, samples, allowed, "the provided schema")
         return TableSchema(tuple(provided_fields), implicit, fixed)
     columns = _Union()
@@ -157,16 +162,23 @@ def resolve_table(
     if evolution.fixes_schema:
         pairs = zip(files, samples, strict=True)
         first = next(((scan_file, sample) for scan_file, sample in pairs if sample.fields), None)
-        kept = {f.name.casefold() for f in first[1].fields} if first else set()
+        kept = {fold(f.name) for f in first[1].fields} if first else set()
         first_path = first[0].path if first else ""
         _new_columns(evolution, files, samples, kept, f"the first file ({first_path})")
     for scan_file, sample in zip(files, samples, strict=True):
         for found in sample.fields:
-            if kept is None or found.name.casefold() in kept:
+            if kept is None or fold(found.name) in kept:
                 columns.add(found, scan_file)
         for key, message in sample.conflicts.items():
             columns.conflict(key, message)
-    return TableSchema(columns.fields(), implicit, fixed, columns.conflicts)
+    conflicts = columns.conflicts if _conflicts_fail(spec) else {}
+    return TableSchema(columns.fields(), implicit, fixed, conflicts)
+
+
+def _conflicts_fail(spec: ScanSpec) -> bool:
+    """Whether a type conflict fails the scan: only under ``on_error="fail"`` without a
+    rescued-data column; otherwise its values are bad records (or rescued) when read."""
+    return spec.on_error is OnError.FAIL and spec.rescued_column is None
 
 
 def _new_columns(
@@ -183,7 +195,7 @@ def _new_columns(
         _warn_dropped(files, samples, kept, fixed_by)
         return
     for scan_file, sample in zip(files, samples, strict=True):
-        new = [f.name for f in sample.fields if f.name.casefold() not in kept]
+        new = [f.name for f in sample.fields if fold(f.name) not in kept]
         if new:
             raise SchemaEvolutionError(new_columns_message(scan_file.url, new, fixed_by))
 
@@ -202,12 +214,12 @@ class _Union:
             self.conflicts.setdefault(key, message)
 
     def fix(self, provided: pa.Field) -> None:
-        key = provided.name.casefold()
+        key = fold(provided.name)
         self._columns[key] = (provided, "the provided schema", False)
         self._fixed.add(key)
 
     def add(self, found: pa.Field, scan_file: ScanFile) -> None:
-        key = found.name.casefold()
+        key = fold(found.name)
         known = self._columns.get(key)
         if known is None:
             self._columns[key] = (pa.field(found.name, found.type), scan_file.url, False)
@@ -224,7 +236,8 @@ class _Union:
                 f"column '{table_field.name}{clash.path}' is {clash.left} in file {origin}"
                 f"{since} but {clash.right} in file {scan_file.url}; no widening rule joins "
                 "them. Give the column's type in the scan's schema to cast every file to it, "
-                "or scan the files apart",
+                "scan with on_error='null' or 'skip' to keep the first file's type and take "
+                "values that do not convert as bad records, or scan the files apart",
             )
             return
         widened = widened or merged != table_field.type
@@ -246,7 +259,7 @@ def _warn_dropped(
     dropped: dict[str, list[str]] = {}
     for scan_file, sample in zip(files, samples, strict=True):
         for found in sample.fields:
-            if found.name.casefold() not in allowed:
+            if fold(found.name) not in allowed:
                 dropped.setdefault(found.name, []).append(scan_file.url)
     for name, paths in dropped.items():
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""

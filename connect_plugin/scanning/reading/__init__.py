@@ -11,6 +11,6 @@ It runs where Spark's tasks run (the gateway only reads the rejects files
 back) and follows the plan it is given, so it stands on the planning layer
 and everything below it, and knows nothing of Spark.
 
-Imports from the scan: ``choices``, ``files``, ``formats``, ``loader``,
-``planning``, ``request``.
+Imports from the scan: ``choices``, ``names``, ``files``, ``formats``,
+``loader``, ``planning``, ``request``.
 """

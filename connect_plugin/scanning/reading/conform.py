@@ -1,8 +1,11 @@
 """Turning what a reader decoded from one file into batches of the scan's output schema.
 
 A reader hands over a "raw" batch: the table columns it found in the file,
-named as the table names them, in whatever types the file gave. Conforming
-picks, orders and casts them, fills columns the file lacks with typed nulls
+named as the file spells them, in whatever types the file gave; a column the
+file spells several ways (``A`` and ``a``) comes once per spelling. Conforming
+finds each column's keys by the name rule (``names``), makes one column of
+them (a row that gives it two values fails as ``ConversionFailed`` with
+``DuplicateKeys``), picks, orders and casts them, fills columns the file lacks with typed nulls
 (or, for a non-nullable provided column, its ``default`` metadata or the
 type's empty value, as Drill's missing-column loader does), pulls nested
 members and list elements, and adds the implicit and partition columns as
@@ -26,6 +29,7 @@ import pyarrow.compute as pc
 from connect_plugin.errors import BadRecord, InvalidScanSpec, RowTooLarge, ScanError
 from connect_plugin.scanning.choices import OnError
 from connect_plugin.scanning.files.files import ScanFile
+from connect_plugin.scanning.names import DuplicateKeys, duplicate_keys, fold, merge_keys
 from connect_plugin.scanning.planning.implicit import (
     constant_array,
     dir_value,
@@ -68,6 +72,7 @@ class Conformer:
                 f"columns {[column.name for column in self.columns]} in order"
             )
         self._fills: dict[int, pa.Scalar] = {}
+        self._keys: dict[tuple[str, ...], dict[str, list[int]]] = {}
         for index, (column, target_field) in enumerate(zip(self.columns, self.schema, strict=True)):
             if not target_field.nullable:
                 self._fills[index] = _fill_value(column, target_field)
@@ -134,14 +139,51 @@ class Conformer:
         if kind is Kind.MISSING:
             return pa.nulls(length, type=target)
         if kind is Kind.ELEMENT:
-            source = _element(raw, column)
+            source = self._element(raw, column)
         else:
-            source = _column(raw, column.source)
+            source = self._source(raw, column.source, column)
             if source is not None and kind is Kind.MEMBER:
                 source = _member(source, column.path)
         if source is None:
             return pa.nulls(length, type=target)
         return cast_array(source, target, column.name)
+
+    def key_indices(self, raw: pa.RecordBatch, name: str) -> list[int]:
+        """The raw columns that are keys of the table column ``name``, by the name rule."""
+        names = tuple(raw.schema.names)
+        index = self._keys.get(names)
+        if index is None:
+            index = {}
+            for position, key in enumerate(names):
+                index.setdefault(fold(key), []).append(position)
+            self._keys[names] = index
+        return index.get(fold(name), [])
+
+    def _source(self, raw: pa.RecordBatch, name: str, column: OutputColumn) -> pa.Array | None:
+        """The table column ``name`` of a raw batch: its one key, or its keys made one."""
+        found = self.key_indices(raw, name)
+        if not found:
+            return None
+        if len(found) == 1:
+            return raw.column(found[0])
+        table_field = self.plan.table.field(name)
+        arrays = [raw.column(i) for i in found]
+        if table_field is not None and len({a.type for a in arrays}) > 1:
+            arrays = [cast_array(a, table_field.type, column.name) for a in arrays]
+        merged, twice = merge_keys(arrays)
+        if twice is not None:
+            keys = [raw.schema.names[i] for i in found]
+            error = DuplicateKeys(keys, duplicate_keys(name, keys))
+            raise ConversionFailed(column.name, error)
+        return merged
+
+    def _element(self, raw: pa.RecordBatch, column: OutputColumn) -> pa.Array | None:
+        """``name[n]``, split out by the reader (csv does) or taken from the list column."""
+        split = _column(raw, f"{column.source}[{column.index}]")
+        if split is not None:
+            return split
+        whole = self._source(raw, column.source, column)
+        return None if whole is None else list_element(whole, column.index)
 
 
 def _column(raw: pa.RecordBatch, name: str) -> pa.Array | None:
@@ -149,26 +191,17 @@ def _column(raw: pa.RecordBatch, name: str) -> pa.Array | None:
     return raw.column(index) if index >= 0 else None
 
 
-def _element(raw: pa.RecordBatch, column: OutputColumn) -> pa.Array | None:
-    """``name[n]``, split out by the reader (csv does) or taken from the list column."""
-    split = _column(raw, f"{column.source}[{column.index}]")
-    if split is not None:
-        return split
-    whole = _column(raw, column.source)
-    return None if whole is None else list_element(whole, column.index)
-
-
 def _member(array: pa.Array, path: Sequence[str]) -> pa.Array | None:
     for name in path:
         struct_type = array.type
         if not pa.types.is_struct(struct_type):
             return None
-        key = name.casefold()
+        key = fold(name)
         index = next(
             (
                 i
                 for i in range(struct_type.num_fields)
-                if struct_type.field(i).name.casefold() == key
+                if fold(struct_type.field(i).name) == key
             ),
             None,
         )
@@ -191,13 +224,40 @@ def cast_array(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
     """``array`` as ``target``; ``ConversionFailed`` naming the column when a value does not cast."""
     if array.type == target:
         return array
+    if array.null_count == len(array):
+        return pa.nulls(len(array), target)
     try:
+        if _widens_to_float(array.type, target):
+            return pc.cast(array, target, safe=False)
         return array.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         zoned = _naive_text_as_utc(array, target)
         if zoned is None:
             raise ConversionFailed(name, exc) from exc
         return zoned
+
+
+def _widens_to_float(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether ``source`` becomes ``target`` by integers turning floats and nothing else.
+
+    That is the widening rule of int and double (``widening``), which Spark's and DuckDB's
+    readers apply too: an integer past 2^53 becomes the nearest double, as a json number
+    does, where a checked cast would refuse it.
+    """
+    types = pa.types
+    if types.is_integer(source) and types.is_floating(target):
+        return True
+    if types.is_list(source) and types.is_list(target):
+        return _widens_to_float(source.value_type, target.value_type)
+    if types.is_struct(source) and types.is_struct(target):
+        if source.num_fields != target.num_fields:
+            return False
+        pairs = [(source.field(i), target.field(i)) for i in range(source.num_fields)]
+        return all(
+            a.name == b.name and (a.type == b.type or _widens_to_float(a.type, b.type))
+            for a, b in pairs
+        )
+    return False
 
 
 def _naive_text_as_utc(array: pa.Array, target: pa.DataType) -> pa.Array | None:

@@ -23,11 +23,12 @@ from typing import Any
 import pyarrow as pa
 
 from connect_plugin.errors import UnreadableFile
-from connect_plugin.scanning.choices import Evolution
+from connect_plugin.scanning.choices import Evolution, OnError
 from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import COLUMNS, Decode
 from connect_plugin.scanning.formats.records import RejectSink
 from connect_plugin.scanning.formats.rescue import rescued_text, without_file
+from connect_plugin.scanning.names import DuplicateKeys, fold
 from connect_plugin.scanning.planning.plan import ScanPlan
 from connect_plugin.scanning.planning.projection import Kind
 from connect_plugin.scanning.reading.conform import (
@@ -39,9 +40,6 @@ from connect_plugin.scanning.reading.conform import (
 from connect_plugin.scanning.reading.rowpath import BadRecords, row_batches
 
 log = logging.getLogger(__name__)
-
-_DATA_KINDS = frozenset({Kind.TABLE, Kind.MEMBER, Kind.ELEMENT, Kind.MISSING, Kind.RESCUED})
-"""Output columns whose values come from the records themselves."""
 
 
 class ScanReader:
@@ -68,21 +66,16 @@ class ScanReader:
     def counts_only(self) -> bool:
         """Whether records are counted, not read: nothing to decode, and nothing to judge.
 
-        Where a record can fail to be one at all (a json scalar), a
-        projection that asks for data columns (the wildcard, or columns no
-        file has) still reads the records when none of them is decoded, so
-        that such records are bad records, not rows. Only a projection of
-        no data columns (``[]``, or file and partition columns alone)
-        counts them.
+        Where a record can fail to be one at all (malformed json, a json scalar), the
+        records are read even when no column is decoded (``columns=[]``, or file and
+        partition columns alone), so that a count judges them as reading the data
+        columns does: a bad record fails under ``on_error="fail"`` and is dropped
+        under ``"skip"`` whatever the projection. Under ``"null"`` every record is a
+        row, bad or not, so there is nothing to judge.
         """
         if not self.decode.is_empty:
             return False
-        if not self.format.records_can_be_bad:
-            return True
-        wants_data = self.plan.spec.is_wildcard or any(
-            column.kind in _DATA_KINDS for column in self.plan.columns
-        )
-        return not wants_data
+        return not self.format.records_can_be_bad or self.plan.spec.on_error is OnError.NULL
 
     @property
     def bad_records(self) -> int:
@@ -173,7 +166,7 @@ class ScanReader:
                     break
                 except ConversionFailed as exc:
                     if self.decode.rescue is not None:
-                        row = self._rescued(row, exc.column, scan_file)
+                        row = self._rescued(row, exc, scan_file)
                         continue
                     if not self._bad.keeps(
                         scan_file, first + offset + 1, str(exc), unit="row", column=exc.column
@@ -184,24 +177,39 @@ class ScanReader:
             return self.conformer.conform(raw.slice(0, 0), constants)
         return pa.Table.from_batches(kept, schema=self.schema).combine_chunks().to_batches()[0]
 
-    def _without(self, row: pa.RecordBatch, output_name: str) -> pa.RecordBatch:
-        """The row with the raw column behind an output column set to null."""
+    def _keys(self, row: pa.RecordBatch, output_name: str) -> tuple[str, list[int]]:
+        """The table column behind an output column, and its keys among the row's columns."""
         source = next(c.source for c in self.plan.columns if c.name == output_name)
-        index = row.schema.get_field_index(source)
-        return row.set_column(index, row.schema.field(index), pa.nulls(1, row.column(index).type))
+        return source, self.conformer.key_indices(row, source)
 
-    def _rescued(
-        self, row: pa.RecordBatch, output_name: str, scan_file: ScanFile
+    def _without(
+        self, row: pa.RecordBatch, output_name: str, keep: str | None = None
     ) -> pa.RecordBatch:
-        """The row with the value that did not cast moved into its rescued-data column."""
+        """The row with the keys behind an output column set to null (but one, ``keep``)."""
+        _, indices = self._keys(row, output_name)
+        for index in indices:
+            found = row.schema.field(index)
+            if found.name != keep:
+                row = row.set_column(index, found, pa.nulls(1, found.type))
+        return row
+
+    def _rescued(self, row: pa.RecordBatch, failed: ConversionFailed, scan_file: ScanFile) -> pa.RecordBatch:
+        """The row with what did not fit moved into its rescued-data column, under its key:
+        the value that did not cast, or the values of the keys but the column's own
+        spelling when several give it one."""
         assert self.decode.rescue is not None
-        source = next(c.source for c in self.plan.columns if c.name == output_name)
-        value = row.column(row.schema.get_field_index(source))[0].as_py()
+        source, indices = self._keys(row, failed.column)
+        keep = source if isinstance(failed.error, DuplicateKeys) else None
         index = row.schema.get_field_index(self.decode.rescue)
-        text = row.column(index)[0].as_py()
-        merged = rescued_text({**without_file(text), source: value}, scan_file.url)
-        rescued = pa.array([merged], pa.string())
-        return self._without(row, output_name).set_column(index, row.schema.field(index), rescued)
+        values = without_file(row.column(index)[0].as_py())
+        for key_index in indices:
+            key = row.schema.names[key_index]
+            value = row.column(key_index)[0].as_py()
+            if key != keep and value is not None:
+                values[key] = value
+        rescued = pa.array([rescued_text(values, scan_file.url)], pa.string())
+        row = self._without(row, failed.column, keep)
+        return row.set_column(index, row.schema.field(index), rescued)
 
 
 def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
@@ -209,19 +217,18 @@ def _decode(plan: ScanPlan, target: pa.Schema) -> Decode:
     read_types: dict[str, pa.DataType] = {}
     for column, target_field in zip(plan.columns, target, strict=True):
         if column.kind is Kind.TABLE:
-            read_types[column.source.casefold()] = target_field.type
+            read_types[fold(column.source)] = target_field.type
     fields = []
     for table_field in plan.decoded_fields:
-        read_type = read_types.get(table_field.name.casefold(), table_field.type)
+        read_type = read_types.get(fold(table_field.name), table_field.type)
         fields.append(pa.field(table_field.name, read_type))
     rescue = next((c.source for c in plan.columns if c.kind is Kind.RESCUED), None)
     if not plan.spec.file_format.list_table:
         return Decode(
             tuple(fields),
             rescue=rescue,
-            positions={f.name.casefold(): i for i, f in enumerate(plan.table.data_fields)},
+            positions={fold(f.name): i for i, f in enumerate(plan.table.data_fields)},
             fail_on_new=plan.spec.schema_evolution is Evolution.FAIL_ON_NEW_COLUMNS,
-            spellings=plan.spellings,
         )
     elements = tuple(
         sorted({c.index for c in plan.columns if c.kind is Kind.ELEMENT and c.source == COLUMNS})

@@ -10,5 +10,5 @@ A request names its format through the format registry and takes its batch
 limits from the loader, so it stands on both; what a request means for the
 files (their schema, the output columns, the batches) is decided above it.
 
-Imports from the scan: ``choices``, ``files``, ``formats``, ``loader``.
+Imports from the scan: ``choices``, ``names``, ``files``, ``formats``, ``loader``.
 """

@@ -141,6 +141,9 @@ class ScanOptions:
         default=None, metadata=_row(Number(), "sample_bytes", "bytes per file (256 KiB)")
     )
     reader: Mapping[str, str] = field(default_factory=dict)
+    schema_columns: bool = False
+    """Whether the columns are the schema's, in its order: a SQL view's column list, which
+    is Spark's user-given schema of the view (no option of its own)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str] | Iterable[tuple[str, str]]) -> ScanOptions:
@@ -233,10 +236,13 @@ class ScanOptions:
             raise InvalidScanSpec(
                 f"the scan of table [{self.table}] needs the table's files first (for_table)"
             )
+        columns = self.columns
+        if self.schema_columns and provided_schema is not None:
+            columns = tuple(provided_schema.names)
         return ScanSpec(
             paths=self.paths,
             format=self.format,
-            columns=self.columns,
+            columns=columns,
             provided_schema=provided_schema,
             strict=self.strict,
             evolution=self.evolution,

@@ -52,6 +52,7 @@ from connect_plugin.scanning.loader.loader import (
     DEFAULT_MAX_ROWS,
     MAX_ROWS_CEILING,
 )
+from connect_plugin.scanning.names import fold
 from connect_plugin.scanning.request import predicates
 from connect_plugin.scanning.request.predicates import FileFilter
 
@@ -385,7 +386,7 @@ def _columns(columns: object) -> tuple[str, ...] | None:
             raise InvalidScanSpec(f"column names must be non-empty strings; got {name!r}")
         if name != name.strip():
             raise InvalidScanSpec(f"column name {name!r} has leading or trailing spaces")
-        key = name.casefold()
+        key = fold(name)
         if key in seen:
             raise InvalidScanSpec(
                 f"column '{name}' is named twice in the projection (as '{seen[key]}' too); "
@@ -410,7 +411,7 @@ def _schema(schema: object) -> pa.Schema | None:
         )
     seen: dict[str, str] = {}
     for name in schema.names:
-        key = name.casefold()
+        key = fold(name)
         if key in seen:
             raise InvalidScanSpec(
                 f"the provided schema has column '{name}' twice (as '{seen[key]}' too); "

@@ -9,6 +9,6 @@ The top of the scan and the only part that imports pyspark (``spark_source``
 and ``spark_versions``); the gateway imports it only to register the data
 source, and the worker daemons preload it.
 
-Imports from the scan: any layer below it (``choices``, ``files``,
+Imports from the scan: any layer below it (``choices``, ``names``, ``files``,
 ``formats``, ``loader``, ``planning``, ``reading``, ``request``).
 """

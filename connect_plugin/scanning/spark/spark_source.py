@@ -14,6 +14,14 @@ Spark then calls, in Python workers:
   (and, for ``on_error="reject"``, writing each file's rejects to the
   rejects folder: ``rejects``).
 
+Spark keeps what ``reader()`` and ``partitions()`` gave with a plan it keeps
+(Spark Connect's plan cache, a temporary view), while a query the gateway
+rewrote (a filter, a count) is planned anew. So that every query of a
+DataFrame or view reads the same files, whatever its shape, ``read()`` lists
+the files again: unchanged, it reads its partition's run; changed, its share
+of the runs the files there are now make (``share``). A file deleted since
+the planning is then not read, one added is.
+
 A scan error leaves each of these with its class first, and any other exception
 as a scan error naming the file being read (``worker_errors``).
 
@@ -137,10 +145,12 @@ class ScanDataSource(DataSource):
 
 @dataclass
 class FileGroup(InputPartition):
-    """One Spark partition: a run of files read one after the other."""
+    """One Spark partition: a run of files read one after the other, as planned; number
+    ``index`` of ``count``."""
 
     index: int
     files: tuple[ScanFile, ...]
+    count: int = 1
 
 
 class ScanSourceReader(DataSourceReader):
@@ -155,11 +165,27 @@ class ScanSourceReader(DataSourceReader):
     @reported
     def partitions(self) -> list[FileGroup]:
         groups = file_groups(self.files, min_groups=self.min_partitions)
-        return [FileGroup(index, tuple(group)) for index, group in enumerate(groups)]
+        return [FileGroup(index, tuple(group), len(groups)) for index, group in enumerate(groups)]
+
+    def share(self, partition: InputPartition) -> Sequence[ScanFile]:
+        """The files a partition reads: its run, or, where the files changed since the
+        planning, its share of the runs of the files there are now."""
+        if not isinstance(partition, FileGroup):
+            return self.files
+        now = prune(self.plan.relisted(), self.plan.spec.file_filter)
+        if _stamps(now) == _stamps(self.files):
+            return partition.files
+        groups = file_groups(now, min_groups=partition.count)
+        return [
+            found
+            for number, group in enumerate(groups)
+            if number % partition.count == partition.index
+            for found in group
+        ]
 
     @reported_batches
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        files = partition.files if isinstance(partition, FileGroup) else self.files
+        files = self.share(partition)
         rejects = RejectFiles.of(self.plan.spec)
         reader = ScanReader(self.plan, self.target, rejects)
         for scan_file in files:
@@ -180,12 +206,16 @@ class RowCountReader(ScanSourceReader):
 
     @reported_batches
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        files = partition.files if isinstance(partition, FileGroup) else self.files
+        files = self.share(partition)
         reader = ScanReader(self.plan, spark_arrow_schema(self.plan.schema))
         for scan_file in files:
             with reading(scan_file.url):
                 rows = reader.count_file(scan_file)
             yield pa.record_batch([pa.array([rows], pa.int64())], schema=self.target)
+
+
+def _stamps(files: Sequence[ScanFile]) -> list[tuple[str, int, int]]:
+    return [(found.path, found.size, found.mtime_ns) for found in files]
 
 
 def spark_schema(schema: pa.Schema) -> StructType:

@@ -12,8 +12,10 @@ The statement's result is what Spark gives for a view it creates: no
 columns, no rows.
 
 A column list, ``v (a BIGINT, b STRING)``, is Spark's user-given schema of
-the view: the scan's ``schema``, and (unless ``evolution`` or ``strict``
-says otherwise) only those columns (``evolution 'none'``).
+the view: the scan's ``schema`` and its ``columns`` (no ``dirN``; the
+rescued-data column after them with ``evolution 'rescue'``), the files'
+other columns dropped (``evolution 'none'``) unless ``evolution`` or
+``strict`` says otherwise.
 """
 
 from __future__ import annotations
@@ -102,10 +104,15 @@ def _with_columns(view: str, options: ScanOptions, columns: str) -> ScanOptions:
             f"CREATE TEMPORARY VIEW [{view}] USING scan: give the columns' types either in the "
             "column list after the view name or in option 'schema', not both"
         )
+    if options.columns is not None:
+        raise InvalidScanSpec(
+            f"CREATE TEMPORARY VIEW [{view}] USING scan: give the view's columns either in the "
+            "column list after the view name or in option 'columns', not both"
+        )
     evolution = options.evolution
     if evolution is None and not options.strict:
         evolution = Evolution.NONE
-    return replace(options, schema=columns, evolution=evolution)
+    return replace(options, schema=columns, evolution=evolution, schema_columns=True)
 
 
 def _no_rows(view: str) -> spark_proto.Relation:

@@ -107,11 +107,11 @@ def test_headerless_csv_is_a_columns_list_with_elements_by_index(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     (tmp_path / "h.csv").write_text('a,b,c\n"d,e",f\n')
-    whole = connect_plugin.scan(spark, str(tmp_path), format="csv")
+    whole = connect_plugin.scan(spark, str(tmp_path), format="csv", on_error="null")
     assert whole.dtypes == [("columns", "array<string>")]
-    assert [r["columns"] for r in whole.collect()] == [["a", "b", "c"], ["d,e", "f"]]
+    assert [r["columns"] for r in whole.collect()] == [["a", "b", "c"], ["d,e", "f", None]]
     picked = connect_plugin.scan(
-        spark, str(tmp_path), format="csv", columns=["columns[2]", "columns[0]"]
+        spark, str(tmp_path), format="csv", columns=["columns[2]", "columns[0]"], on_error="null"
     )
     assert [tuple(r) for r in picked.collect()] == [("c", "a"), (None, "d,e")]
 

@@ -88,9 +88,18 @@ def test_null_keeps_a_ragged_record_with_the_fields_it_has(
 def test_an_empty_projection_counts_as_it_reads(
     spark: SparkSession, ragged_csv: Path, broken_json: Path
 ) -> None:
-    """``columns=[]`` reads no values: json lines are counted, csv records still judged."""
+    """``columns=[]`` reads no values, but judges records as reading any column does: a
+    malformed json line fails under ``fail``, is dropped under ``skip``, is a row under
+    ``null``; csv records are judged by their number of fields."""
     json_df = connect_plugin.scan(spark, str(broken_json), format="json", columns=[])
-    assert _both(json_df) == (101, 101)
+    first, second = _both(json_df)
+    assert str(first).startswith("fails"), first
+    assert str(second).startswith("fails"), second
+    for on_error, rows in (("skip", 100), ("null", 101)):
+        judged = connect_plugin.scan(
+            spark, str(broken_json), format="json", columns=[], on_error=on_error
+        )
+        assert _both(judged) == (rows, rows)
     csv_df = connect_plugin.scan(
         spark, str(ragged_csv), format="csv", options={"header": "true"}, columns=[],
         on_error="skip",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from connect_plugin.errors import InvalidScanSpec
+from connect_plugin.errors import BadRecord, InvalidScanSpec
 from connect_plugin.scanning import ScanSpec, plan_scan
 from connect_plugin.scanning.planning.implicit import IMPLICIT_MARKER
 from connect_plugin.scanning.planning.projection import Kind
@@ -190,12 +190,17 @@ def test_provided_undefined_implicit_col(tmp_path: Path) -> None:
 
 
 def test_implicit_only(tmp_path: Path) -> None:
-    """Drill TestImplicitColumnResolver.testImplicitOnly: nothing is decoded, rows are counted."""
+    """Drill TestImplicitColumnResolver.testImplicitOnly: nothing is decoded; the records
+    are still judged, as reading data columns judges them (a malformed line is a bad record)."""
     path = write_json(tmp_path / "f.json", [{"a": 1}, {"a": 2}, "{not json"])
     spec = ScanSpec([str(tmp_path)], "json", columns=["fqn", "filename"])
     assert plan_scan(spec).decoded_fields == ()
-    table = scan(tmp_path, columns=["fqn", "filename"])
-    assert rows(table) == [{"fqn": str(path), "filename": "f.json"}] * 3
+    with pytest.raises(BadRecord, match="line 3: malformed json"):
+        scan(tmp_path, columns=["fqn", "filename"])
+    table = scan(tmp_path, columns=["fqn", "filename"], on_error="skip")
+    assert rows(table) == [{"fqn": str(path), "filename": "f.json"}] * 2
+    nulled = scan(tmp_path, columns=["fqn", "filename"], on_error="null")
+    assert rows(nulled) == [{"fqn": str(path), "filename": "f.json"}] * 3
 
 
 def test_implicit_only_wildcard(tmp_path: Path) -> None:

@@ -126,7 +126,10 @@ def test_a_file_of_scalars_is_bad_records_never_rows_without_columns(tmp_path: P
         scan(tmp_path)
     skipped = scan(tmp_path, on_error="skip")
     assert (skipped.num_rows, skipped.num_columns) == (0, 0)
-    assert scan(tmp_path, columns=[]).num_rows == 5
+    with pytest.raises(BadRecord, match="not an object"):
+        scan(tmp_path, columns=[])
+    assert scan(tmp_path, columns=[], on_error="skip").num_rows == 0
+    assert scan(tmp_path, columns=[], on_error="null").num_rows == 5
 
 
 def test_a_forced_layout_that_does_not_fit_is_a_bad_record_not_a_guess(tmp_path: Path) -> None:
@@ -146,11 +149,14 @@ def test_an_empty_array_or_file_has_no_rows(tmp_path: Path, text: str) -> None:
 
 
 @pytest.mark.parametrize("layout", ["array", "documents, pretty"])
-def test_counts_decode_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+def test_counts_under_null_decode_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    """Under ``null`` every record is a row, bad or not: no data columns, nothing to judge."""
     monkeypatch.setattr(JsonFormat, "native_batches", refuse)
     monkeypatch.setattr(scanner, "row_batches", refuse)
     write_text(tmp_path / "a" / "x.json", WRITERS[layout](RECORDS * 5))
-    table = scan(tmp_path, columns=["dir0", "filename"])
+    table = scan(tmp_path, columns=["dir0", "filename"], on_error="null")
     assert table.num_rows == 15
     assert set(table.column("dir0").to_pylist()) == {"a"}
 
@@ -249,15 +255,15 @@ projections = st.sampled_from([None, ["a"], ["b", "filename"], ["filename"], []]
     columns=projections,
     on_error=st.sampled_from(["skip", "null"]),
 )
-def test_no_file_yields_a_row_without_columns_unless_the_projection_is_empty(
+def test_every_projection_judges_records_as_reading_data_columns_does(
     tmp_path_factory: pytest.TempPathFactory,
     files: list[tuple[str, list[Any]]],
     columns: list[str] | None,
     on_error: str,
 ) -> None:
-    """Only a projection of no data columns counts records (bad ones too); otherwise each row
-    stands for an object (or, under ``null``, a bad record as a row of nulls) and has a
-    column unless the projection is the wildcard and no object has a field."""
+    """Whatever the projection, each row stands for an object (or, under ``null``, a bad
+    record as a row of nulls), and has a column unless the projection has none or is the
+    wildcard and no object has a field."""
     folder = tmp_path_factory.mktemp("layouts")
     objects = bad = 0
     for number, (layout, items) in enumerate(files):
@@ -270,11 +276,10 @@ def test_no_file_yields_a_row_without_columns_unless_the_projection_is_empty(
     spec = ScanSpec([str(folder)], "json", columns=columns, on_error=on_error)
     reader = ScanReader(plan_scan(spec))
     table = read(spec, reader)
-    if columns in ([], ["filename"]):
-        assert table.num_rows == objects + bad
-        return
     assert table.num_rows == objects + (bad if on_error == "null" else 0)
-    assert reader.bad_records == bad
+    assert reader.bad_records == (0 if reader.counts_only else bad)
+    if columns in ([], ["filename"]):
+        return
     if table.num_columns == 0:
         assert columns is None
         assert all(not item for _, items in files for item in items if isinstance(item, dict))

@@ -31,7 +31,9 @@ FORMATS = {
     "converters",
     "delimited",
     "json",
+    "json_keys",
     "json_layout",
+    "json_records",
     "json_structure",
     "parquet",
     "records",
@@ -44,21 +46,24 @@ PUBLIC = "__init__"
 
 LAYERS: Mapping[str, frozenset[str]] = {
     "choices": frozenset(),
+    "names": frozenset(),
     "loader": frozenset(),
     "files": frozenset(),
-    "formats": frozenset({"choices", "files"}),
-    "request": frozenset({"choices", "files", "formats", "loader"}),
-    "planning": frozenset({"choices", "files", "formats", "request"}),
-    "reading": frozenset({"choices", "files", "formats", "loader", "planning", "request"}),
+    "formats": frozenset({"choices", "names", "files"}),
+    "request": frozenset({"choices", "names", "files", "formats", "loader"}),
+    "planning": frozenset({"choices", "names", "files", "formats", "request"}),
+    "reading": frozenset(
+        {"choices", "names", "files", "formats", "loader", "planning", "request"}
+    ),
     "spark": frozenset(
-        {"choices", "files", "formats", "loader", "planning", "reading", "request"}
+        {"choices", "names", "files", "formats", "loader", "planning", "reading", "request"}
     ),
     PUBLIC: frozenset(
-        {"choices", "files", "formats", "loader", "planning", "reading", "request"}
+        {"choices", "names", "files", "formats", "loader", "planning", "reading", "request"}
     ),
 }
-"""Each part of the scan core (a package, or the module ``choices``) -> the other parts its
-modules may import. A part may always import its own modules; no part imports the public
+"""Each part of the scan core (a package, or one of the modules ``choices`` and ``names``) ->
+the other parts its modules may import. A part may always import its own modules; no part imports the public
 surface, and the public surface does not import ``spark``, so that ``import
 connect_plugin.scanning`` never loads pyspark."""
 
@@ -107,7 +112,7 @@ def test_each_part_of_the_scan_imports_only_the_parts_under_it() -> None:
 def test_each_package_says_what_it_may_import() -> None:
     """The docstring a newcomer reads and the table the test holds the code to agree."""
     packages = sorted(init.parent for init in SCANNING.glob("*/__init__.py"))
-    assert len(packages) == len(LAYERS) - 2  # every part but the module choices and PUBLIC
+    assert len(packages) == len(LAYERS) - 3  # every part but the modules choices, names, PUBLIC
     for package in packages:
         docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
         assert _said_imports(docstring) == LAYERS[package.name], package.name
@@ -178,7 +183,7 @@ def test_the_layer_check_names_each_import_it_forbids(tmp_path: Path) -> None:
     )
     modules = LAYERING.modules()
     found = list(LAYERING.forbidden(f"{PACKAGE}.formats.layered", tmp_path / "layered.py", modules))
-    rule = "(formats may import choices, files of the scan)"
+    rule = "(formats may import choices, files, names of the scan)"
     assert found == [
         f"{tmp_path / 'layered.py'} line 6 imports {PACKAGE}.planning.plan {rule}",
         f"{tmp_path / 'layered.py'} line 8 imports {PACKAGE} {rule}",

@@ -169,14 +169,21 @@ def test_headerless_csv_is_drills_columns_list(tmp_path: Path) -> None:
     ]
 
 
-def test_ragged_headerless_lines_read_through_the_row_path(tmp_path: Path) -> None:
+def test_ragged_headerless_lines_are_malformed_records(tmp_path: Path) -> None:
+    """A headerless csv/tsv record as wide as the first one, as in Spark's csv reader; ``null``
+    keeps the fields a record has, the missing ones null, the extra ones dropped."""
     write_text(tmp_path / "a.tsv", "a\tb\tc\nd\ne\tf\tg\th\n")
-    table = scan(tmp_path, "tsv", columns=["columns", "columns[1]"])
-    assert rows(table) == [
+    with pytest.raises(BadRecord, match="line 2: the record has 1 fields where the file has 3"):
+        scan(tmp_path, "tsv", columns=["columns", "columns[1]"])
+    skipped = scan(tmp_path, "tsv", columns=["columns", "columns[1]"], on_error="skip")
+    assert rows(skipped) == [{"columns": ["a", "b", "c"], "columns[1]": "b"}]
+    nulled = scan(tmp_path, "tsv", columns=["columns", "columns[1]"], on_error="null")
+    assert rows(nulled) == [
         {"columns": ["a", "b", "c"], "columns[1]": "b"},
-        {"columns": ["d"], "columns[1]": None},
-        {"columns": ["e", "f", "g", "h"], "columns[1]": "f"},
+        {"columns": ["d", None, None], "columns[1]": None},
+        {"columns": ["e", "f", "g"], "columns[1]": "f"},
     ]
+    assert scan(tmp_path, "text").num_rows == 3
 
 
 def test_headerless_csv_with_a_provided_schema_names_fields_by_position(tmp_path: Path) -> None:
@@ -256,7 +263,7 @@ def test_an_empty_projection_counts_without_decoding(tmp_path: Path) -> None:
     write_text(tmp_path / "c" / "a.csv", 'h\n"multi\nline"\nplain\n')
     write_text(tmp_path / "t" / "a.txt", "x\n\ny\n")
     write_parquet(tmp_path / "p" / "a.parquet", pa.table({"n": list(range(1000))}))
-    assert scan(tmp_path / "j", columns=[]).num_rows == 3
+    assert scan(tmp_path / "j", columns=[], on_error="null").num_rows == 3
     csv_options = {"header": "true", "multiline": "true"}
     assert scan(tmp_path / "c", "csv", columns=[], options=csv_options).num_rows == 2
     assert scan(tmp_path / "t", "text", columns=[]).num_rows == 3

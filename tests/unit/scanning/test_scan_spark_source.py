@@ -193,3 +193,14 @@ def test_an_empty_projection_yields_row_counts(logs: Path) -> None:
 def test_a_data_source_without_spec_says_how_to_read() -> None:
     with pytest.raises(InvalidScanSpec, match="needs the option 'spec'"):
         ScanDataSource(CaseInsensitiveDict({})).schema()
+
+
+def test_a_read_reads_the_files_there_are_when_it_runs(logs: Path) -> None:
+    """Spark keeps a planned reader with a plan it keeps; the files it reads are today's."""
+    data_source = source(ScanSpec([str(logs)], "json", columns=["n"]), **{MIN_PARTITIONS_OPTION: "2"})
+    schema = data_source.schema()
+    reader = pickle.loads(pickle.dumps(data_source.reader(schema)))
+    (logs / "2024" / "b.json").unlink()
+    write_json(logs / "2025" / "d.json", [{"n": 5}, {"n": 6}])
+    write_json(logs / "2025" / "e.json", [{"n": 7}])
+    assert sorted(spark_read(data_source, reader, schema).column("n").to_pylist()) == [1, 2, 4, 5, 6, 7]

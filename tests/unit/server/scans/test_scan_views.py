@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
@@ -52,6 +53,8 @@ def test_a_column_list_is_the_schema_and_the_only_columns() -> None:
     )
     assert request.options.schema == "a DECIMAL(10, 2), s STRUCT<x: INT>"
     assert request.options.evolution is Evolution.NONE
+    parsed = pa.schema([("a", pa.decimal128(10, 2)), ("s", pa.struct([("x", pa.int32())]))])
+    assert request.options.to_spec(parsed).columns == ("a", "s")
     kept = view(
         "CREATE TEMP VIEW v (a INT) USING scan OPTIONS (path '/d', format 'json', "
         "evolution 'rescue')"
@@ -92,6 +95,11 @@ def test_other_views_are_not_scans(sql: str, expected: Request | None) -> None:
             "CREATE TEMP VIEW v (a INT) USING scan OPTIONS (path '/d', format 'json', schema 'b INT')",
             InvalidScanSpec,
             "either in the column list .* or in option 'schema'",
+        ),
+        (
+            "CREATE TEMP VIEW v (a INT) USING scan OPTIONS (path '/d', format 'json', columns 'a')",
+            InvalidScanSpec,
+            "either in the column list .* or in option 'columns'",
         ),
         (
             "CREATE TEMP VIEW v USING scan OPTIONS (path '/d', format 'json', nope '1')",
