@@ -123,11 +123,19 @@ def _struct_of(members: dict[str, Converter], arrow_type: pa.DataType) -> Conver
             return None
         if not isinstance(value, dict):
             raise BadValue(f"an object for a {arrow_type} column, got {_describe(value)}")
-        result = {}
+        result: dict[str, Any] = {}
+        keys: dict[str, str] = {}
         for key, item in value.items():
             name = key if key in members else folded.get(fold(str(key)))
-            if name is not None:
-                result[name] = members[name](item)
+            if name is None or item is None:
+                continue
+            if name in keys:
+                raise BadValue(
+                    f"an object with one key for member '{name}', got keys '{keys[name]}' and "
+                    f"'{key}', which differ only in case (names are compared without case)"
+                )
+            keys[name] = key
+            result[name] = members[name](item)
         return result
 
     return convert

@@ -286,7 +286,7 @@ def _block_table(block: bytes, keys: JsonKeys, watch: bool) -> pa.Table:
     """
     if watch or keys.may_hide(block):
         table = read_lines(block, _parse_options(keys, infer=True))
-        if not keys.learn(table.column_names):
+        if not keys.learn(table.schema):
             return table
     return read_lines(block, _parse_options(keys, infer=watch))
 

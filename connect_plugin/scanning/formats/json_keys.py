@@ -19,7 +19,7 @@ takes to parse it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -43,13 +43,19 @@ class JsonKeys:
         self.wanted = decode.wanted
         self.read_types = read_types
         self.spellings: dict[str, list[str]] = {f.name: [f.name] for f in decode.fields}
-        self._folded_ascii = all(name.isascii() for name in self.wanted)
+        self.members = {name for f in decode.fields for name in _member_names(f.type)}
+        names = [*self.wanted, *self.members]
+        self._folded_ascii = all(name.isascii() for name in names)
         self._probes = self._make_probes()
 
     def _make_probes(self) -> list[tuple[bytes, list[bytes]]]:
+        """Per name lowered, its quoted form and every quoted spelling of it known."""
+        known: dict[str, set[str]] = {}
+        for name in [*self.members, *(s for each in self.spellings.values() for s in each)]:
+            known.setdefault(name.lower(), set()).add(name)
         return [
-            (b'"' + column.lower().encode() + b'"', [b'"' + s.encode() + b'"' for s in spellings])
-            for column, spellings in self.spellings.items()
+            (b'"' + lowered.encode() + b'"', [b'"' + name.encode() + b'"' for name in names])
+            for lowered, names in known.items()
         ]
 
     def read_fields(self) -> list[pa.Field]:
@@ -61,8 +67,9 @@ class JsonKeys:
         ]
 
     def may_hide(self, block: bytes) -> bool:
-        """Whether the block may spell a decoded column in a way not seen yet."""
-        if not self.spellings:
+        """Whether the block may spell a decoded column, or a member of one, in a way not
+        seen yet."""
+        if not self._probes:
             return False
         if not self._folded_ascii:
             return True
@@ -76,14 +83,54 @@ class JsonKeys:
                 return True
         return False
 
-    def learn(self, keys: Iterable[str]) -> bool:
-        """Take the spellings of decoded columns among a block's keys; whether any is new."""
+    def learn(self, schema: pa.Schema) -> bool:
+        """Take the spellings of decoded columns among a block's keys; whether any is new.
+
+        A struct member that a block spells two ways (``{"m": {"a": 1}}``,
+        ``{"m": {"A": 2}}``) is refused (``ArrowInvalid``), so that the row path,
+        whose conversion folds members, reads the file on.
+        """
         new = False
-        for key in keys:
-            column = self.wanted.get(fold(key))
-            if column is not None and key not in self.spellings[column]:
-                self.spellings[column].append(key)
+        for found in schema:
+            column = self.wanted.get(fold(found.name))
+            if column is None:
+                continue
+            if _has_twins(found.type):
+                raise pa.ArrowInvalid(
+                    f"a member of column '{column}' is spelled in two ways that differ in case"
+                )
+            if found.name not in self.spellings[column]:
+                self.spellings[column].append(found.name)
                 new = True
         if new:
             self._probes = self._make_probes()
         return new
+
+
+def _member_names(arrow_type: pa.DataType) -> Iterator[str]:
+    """The names of the struct members inside a type, at any depth."""
+    types = pa.types
+    if types.is_list(arrow_type) or types.is_large_list(arrow_type):
+        yield from _member_names(arrow_type.value_type)
+    elif types.is_map(arrow_type):
+        yield from _member_names(arrow_type.item_type)
+    elif types.is_struct(arrow_type):
+        for index in range(arrow_type.num_fields):
+            member = arrow_type.field(index)
+            yield member.name
+            yield from _member_names(member.type)
+
+
+def _has_twins(arrow_type: pa.DataType) -> bool:
+    """Whether a struct inside the type has two members whose names fold together."""
+    types = pa.types
+    if types.is_list(arrow_type) or types.is_large_list(arrow_type):
+        return _has_twins(arrow_type.value_type)
+    if types.is_map(arrow_type):
+        return _has_twins(arrow_type.item_type)
+    if not types.is_struct(arrow_type):
+        return False
+    members = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+    if len({fold(m.name) for m in members}) < len(members):
+        return True
+    return any(_has_twins(m.type) for m in members)

@@ -95,6 +95,34 @@ def nullable_type(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
+def fold_members(arrow_type: pa.DataType) -> pa.DataType:
+    """The type with the members of each struct that fold to one name (``names``) made one
+    member, spelled as the first, its type merged by these rules (the first where none
+    joins them): a file's ``{"m": {"a": 1}}`` and ``{"m": {"A": 2}}`` are one member."""
+    types = pa.types
+    if types.is_list(arrow_type):
+        return pa.list_(arrow_type.value_field.with_type(fold_members(arrow_type.value_type)))
+    if types.is_map(arrow_type):
+        item = arrow_type.item_field
+        return pa.map_(arrow_type.key_type, item.with_type(fold_members(item.type)))
+    if not types.is_struct(arrow_type):
+        return arrow_type
+    members: dict[str, pa.Field] = {}
+    for index in range(arrow_type.num_fields):
+        member = arrow_type.field(index)
+        member = member.with_type(fold_members(member.type))
+        key = fold(member.name)
+        known = members.get(key)
+        if known is None:
+            members[key] = member
+            continue
+        try:
+            members[key] = known.with_type(merge_types(known.type, member.type))
+        except TypeClash:
+            continue
+    return pa.struct(list(members.values()))
+
+
 def without_nulls(arrow_type: pa.DataType) -> pa.DataType:
     """Replace the ``null`` type, also inside nested types, by string: the type of the unknown."""
     types = pa.types

@@ -18,7 +18,7 @@ import pyarrow as pa
 from connect_plugin.errors import UnreadableFile
 from connect_plugin.scanning.files.files import ScanFile
 from connect_plugin.scanning.formats import FileSample
-from connect_plugin.scanning.formats.widening import nullable_type
+from connect_plugin.scanning.formats.widening import fold_members, nullable_type
 from connect_plugin.scanning.request.spec import ScanSpec
 
 SAMPLE_THREADS = 8
@@ -39,12 +39,13 @@ def sample_files(spec: ScanSpec, files: Sequence[ScanFile]) -> list[FileSample]:
 
 
 def sample_file(spec: ScanSpec, scan_file: ScanFile) -> FileSample:
-    """One file's columns, every type nullable."""
+    """One file's columns, every type nullable, struct members that differ only in case
+    made one (``names``)."""
     try:
         sample = spec.file_format.sample(scan_file)
     except (OSError, pa.ArrowException) as exc:
         raise UnreadableFile(
             f"cannot read file {scan_file.url} to learn its columns: {exc}"
         ) from exc
-    nullable = tuple(pa.field(f.name, nullable_type(f.type)) for f in sample.fields)
+    nullable = tuple(pa.field(f.name, nullable_type(fold_members(f.type))) for f in sample.fields)
     return FileSample(nullable, sample.conflicts)

@@ -226,6 +226,10 @@ def cast_array(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
         return array
     if array.null_count == len(array):
         return pa.nulls(len(array), target)
+    if _members_differ(array.type, target):
+        array = _members_as(array, target, name)
+        if array.type == target:
+            return array
     try:
         if _widens_to_float(array.type, target):
             return pc.cast(array, target, safe=False)
@@ -235,6 +239,64 @@ def cast_array(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
         if zoned is None:
             raise ConversionFailed(name, exc) from exc
         return zoned
+
+
+def _members_differ(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether a struct inside ``source`` spells a member otherwise than ``target`` does."""
+    types = pa.types
+    if types.is_list(source) and types.is_list(target):
+        return _members_differ(source.value_type, target.value_type)
+    if not (types.is_struct(source) and types.is_struct(target)):
+        return False
+    wanted = {target.field(i).name: target.field(i).type for i in range(target.num_fields)}
+    for index in range(source.num_fields):
+        member = source.field(index)
+        if member.name not in wanted:
+            if any(fold(member.name) == fold(name) for name in wanted):
+                return True
+        elif _members_differ(member.type, wanted[member.name]):
+            return True
+    return False
+
+
+def _members_as(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
+    """``array`` with each struct member renamed as ``target`` spells it (``names``), at any
+    depth; members that fold to one are made one, and a row where both hold a value fails
+    the column (``ConversionFailed``). Members ``target`` lacks stay, for the cast to drop."""
+    types = pa.types
+    if types.is_list(array.type) and types.is_list(target):
+        values = _members_as(array.values, target.value_type, name)
+        return pa.ListArray.from_arrays(array.offsets, values, mask=array.is_null())
+    if not (types.is_struct(array.type) and types.is_struct(target)):
+        return array
+    wanted = {fold(target.field(i).name): target.field(i) for i in range(target.num_fields)}
+    members: dict[str, list[pa.Array]] = {}
+    for index in range(array.type.num_fields):
+        member = array.type.field(index)
+        child = pc.struct_field(array, [index])
+        found = wanted.get(fold(member.name))
+        if found is not None:
+            child = _members_as(child, found.type, name)
+            if len(members.get(found.name, ())) and child.type != found.type:
+                child = cast_array(child, found.type, name)
+        members.setdefault(found.name if found is not None else member.name, []).append(child)
+    children = []
+    for member_name, arrays in members.items():
+        if len(arrays) > 1:
+            found = wanted[fold(member_name)]
+            arrays = [cast_array(a, found.type, name) for a in arrays]
+            merged, twice = merge_keys(arrays)
+            if twice is not None:
+                raise ConversionFailed(
+                    name,
+                    pa.ArrowInvalid(
+                        f"two members of '{name}' differ only in case and give member "
+                        f"'{member_name}' two values (names are compared without case)"
+                    ),
+                )
+            arrays = [merged]
+        children.append(arrays[0])
+    return pa.StructArray.from_arrays(children, names=list(members), mask=array.is_null())
 
 
 def _widens_to_float(source: pa.DataType, target: pa.DataType) -> bool:

@@ -289,3 +289,14 @@ def test_a_view_column_list_gives_only_those_columns(spark: SparkSession, tmp_pa
     view = spark.table("listed_columns")
     assert view.dtypes == [("id", "bigint")]
     assert rows(view) == [{"id": 1}]
+
+
+def test_struct_members_in_two_cases_are_one_member(spark: SparkSession, tmp_path: Path) -> None:
+    write_json(tmp_path / "j" / "a.json", [{"id": 1, "m": {"a": 1}}, {"id": 2, "m": {"A": 2}}])
+    df = connect_plugin.scan(spark, str(tmp_path / "j"), format="json")
+    assert df.dtypes == [("id", "bigint"), ("m", "struct<a:bigint>")]
+    assert by_id(df) == [{"id": 1, "m": {"a": 1}}, {"id": 2, "m": {"a": 2}}]
+    pq.write_table(pa.table({"m": [{"a": 1}]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"m": [{"A": 2}]}), tmp_path / "b.parquet")
+    parquet = connect_plugin.scan(spark, str(tmp_path / "*.parquet"), format="parquet")
+    assert sorted(row["m"]["a"] for row in rows(parquet)) == [1, 2]
