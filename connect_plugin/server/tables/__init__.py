@@ -3,8 +3,9 @@
 Owns what each format holds exactly (``table_formats``) and the values it
 refuses as they are written (``value_checks``, ``inserts``); ``CREATE
 TEMPORARY TABLE``, its input (``table_input``) and every step it may undo
-(``create``); a session's tables once they exist: find, list, read, drop
-(``catalog``); the handlers of temp-table requests (``table_handlers``);
+(``create``); the partition folders every version of a partitioned table
+shows Spark (``partition_folders``); a session's tables once they exist:
+find, list, read, drop (``catalog``); the handlers of temp-table requests (``table_handlers``);
 ``DELETE``, ``UPDATE``, ``MERGE INTO`` and ``TRUNCATE`` (``row_change_plans``,
 ``row_changes``); the Spark statements that would break a temp table behind
 the gateway's back (``guards``); and the database named like the tables'

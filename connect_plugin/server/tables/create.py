@@ -49,6 +49,7 @@ from connect_plugin.server.sessions.writes import (
 )
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import Outcome
+from connect_plugin.server.tables.partition_folders import write_null_partition
 from connect_plugin.server.tables.table_formats import layout
 from connect_plugin.server.tables.table_input import check_shape, shaped_input
 from connect_plugin.server.tables.value_checks import checked, rules
@@ -232,7 +233,7 @@ class TableCreator:
     ) -> Written:
         """Write ``table``'s files, check the quota, give it its name, forget ``existing``:
         every step or, on any failure (the client gone too), none (caller holds the lock)."""
-        operation_id = str(uuid.uuid4())
+        operation_id, marking = str(uuid.uuid4()), str(uuid.uuid4())
         self._registry.begin_create(session, table, operation_id, upstream.server_side_session_id)
         viewing = False
         session.writes[operation_id] = table.name
@@ -250,6 +251,12 @@ class TableCreator:
                 rows_at=rows_at,
             )
             del session.writes[operation_id]
+            if table.partition_columns and written.rows == 0:
+                session.writes[marking] = table.name
+                await write_null_partition(
+                    upstream, table, progress=progress, operation_id=marking, outcome=outcome
+                )
+                del session.writes[marking]
             if before_swap is not None:
                 written = await before_swap(written)
             size = await asyncio.to_thread(self._workspace.secure, table.location)
@@ -262,7 +269,8 @@ class TableCreator:
             # Also when the client went away (cancelled): the undo must run to its end.
             # A name taken by a plain view of the client's is not ours to give back.
             undo_view = viewing and (existing is not None or not taken)
-            await to_the_end(self._undo(upstream, table, operation_id, existing, undo_view))
+            writes = [operation_id, *([marking] if session.writes.pop(marking, None) else [])]
+            await to_the_end(self._undo(upstream, table, writes, existing, undo_view))
             raise
         table = dataclasses.replace(table, rows=written.rows)
         self._registry.finish_create(session, table, replaced=existing)
@@ -275,17 +283,20 @@ class TableCreator:
         self,
         upstream: UpstreamSession,
         table: TempTable,
-        operation_id: str,
+        writes: Sequence[str],
         replaced: TempTable | None,
         undo_view: bool,
     ) -> None:
-        """Undo a failed or abandoned CTTAS: stop Spark's write, give the name back, delete.
+        """Undo a failed or abandoned CTTAS: stop Spark's writes, give the name back, delete.
 
-        If the upstream cannot say the write stopped, the row stays
+        If the upstream cannot say the writes stopped, the row stays
         ``creating`` for the next start to finish.
         """
         try:
-            await stop_write(upstream, operation_id, table.name, self._config.recovery_timeout_s)
+            for operation_id in writes:
+                await stop_write(
+                    upstream, operation_id, table.name, self._config.recovery_timeout_s
+                )
             if undo_view and replaced is not None:
                 await create_view(upstream, replaced, replace=True)
             elif undo_view:

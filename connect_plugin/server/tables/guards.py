@@ -9,6 +9,7 @@ goes to Spark unchanged; they matter only to sessions that have temp tables.
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from pyspark.sql.connect import proto as spark_proto
@@ -16,6 +17,7 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.config import Config
 from connect_plugin.errors import StatementSyntaxError, TempTableError
 from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.sessions.views import files_relation
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
@@ -32,6 +34,7 @@ from connect_plugin.server.tables.overwrites import (
     with_partitions_replaced,
     with_rows_replaced,
 )
+from connect_plugin.server.tables.partition_folders import laid_out
 from connect_plugin.server.tables.value_checks import NOT_NULL
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.requests import (
@@ -215,6 +218,8 @@ class InsertIntoHandler(Handler[InsertInto]):
         if request.overwrite and query is not None:
             await self._overwrite(call, request, query)
             return _ran(table.name)
+        if not await asyncio.to_thread(laid_out, table):
+            table = await self._lay_out(call, request.name)
 
         async def secure() -> None:
             await self._tables.written(call.context, request.name)
@@ -264,6 +269,16 @@ class InsertIntoHandler(Handler[InsertInto]):
         )
         await secure()
         return _ran(table.name)
+
+    async def _lay_out(self, call: Call, name: Name) -> TempTable:
+        """Rewrite a partitioned table an older gateway left without partition folders (see
+        ``partition_folders``), so that Spark writes the INSERT into them."""
+
+        async def same_rows(upstream: UpstreamSession, table: TempTable) -> Rewrite:
+            return Rewrite(files_relation(table))
+
+        table, _ = await self._creator.rewrite(call.context, name, same_rows, call.progress)
+        return table
 
     async def _overwrite(
         self, call: Call, request: InsertInto, query: spark_proto.Relation

@@ -220,6 +220,13 @@ def _check_column(name: str, fmt: str, field: StructField, *, partition: bool) -
                 f"of type {shown} cannot be held exactly ({reason}); partition by a column of "
                 "another type, or keep it as a data column"
             )
+        if field.name.startswith("."):
+            raise TempTableError(
+                f"Temporary table [{name}] was not created: partition column [{field.name}] "
+                "cannot be held: its folders' names would start with a dot, and Spark takes "
+                "such folders for hidden ones, so its rows would not read back; rename the "
+                "column (AS another name), or keep it as a data column"
+            )
         return
     reason = why_not_held(fmt, field.dataType, field.name)
     if reason is None:
