@@ -41,16 +41,25 @@ class UpstreamFailed(ConnectPluginError):
     ``error_class`` is the ``errorClass`` of the ``google.rpc.ErrorInfo``
     Spark attached (empty when it sent none), so callers decide on what
     Spark meant, never on its message text. ``status`` is Spark's own gRPC
-    error, which the gateway relays to the client exactly as it came.
+    error, which the gateway relays to the client exactly as it came, but
+    naming ``table`` where Spark calls it ``unknown``: the temp table the
+    request wrote into, as the client named it (quoted as Spark quotes names).
     """
 
     def __init__(
-        self, message: str, *, error_class: str = "", error_id: str = "", status: object = None
+        self,
+        message: str,
+        *,
+        error_class: str = "",
+        error_id: str = "",
+        status: object = None,
+        table: str = "",
     ) -> None:
         super().__init__(message)
         self.error_class = error_class
         self.error_id = error_id
         self.status = status
+        self.table = table
 
     @property
     def message(self) -> str:
@@ -112,6 +121,27 @@ class AmbiguousQualifier(TempTableError):
 
 class TempTableQueryFailed(TempTableError):
     """Spark failed while running the query or the write of a temporary table."""
+
+
+class NotNullViolation(TempTableError):
+    """A row gives NULL to a column of a temp table declared NOT NULL.
+
+    Found by Spark while it writes (the gateway's check raises it there), so
+    the gateway knows it by its class on Spark's error (``error_class``).
+    """
+
+    error_class: ClassVar[str] = "CONNECT_PLUGIN.TEMP_TABLE_NOT_NULL"
+    sql_state: ClassVar[str] = "23502"
+
+
+class ValueNotHeld(TempTableError):
+    """A value that a temp table's format or partition folders cannot hold exactly.
+
+    Found by Spark while it writes, as ``NotNullViolation`` is.
+    """
+
+    error_class: ClassVar[str] = "CONNECT_PLUGIN.TEMP_TABLE_VALUE_NOT_HELD"
+    sql_state: ClassVar[str] = "22000"
 
 
 class MergeCardinalityViolation(TempTableQueryFailed):

@@ -71,7 +71,7 @@ from connect_plugin.server.transport.requests import (
     InsertInto,
     ListTempTables,
 )
-from connect_plugin.server.transport.status import scan_error_details
+from connect_plugin.server.transport.spark_status import named_status, scan_error_details
 from connect_plugin.server.transport.upstream import SessionContext, Upstream
 
 Work = Callable[[ProgressSink], Awaitable[list[Outcome]]]
@@ -281,7 +281,7 @@ class PluginHandlers:
 
         def settle(handling: Interception, outcomes: list[Outcome]) -> None:
             """The statement's answer, follow-up and failure line, made once for the streams
-            that saw it end."""
+            that saw it end; Spark's error names the temp table the statement wrote into."""
             finish = finish_of(outcomes)
             if not settled:
                 failed = audit.failed if stopped is None else _both(audit.failed, stopped)
@@ -291,6 +291,9 @@ class PluginHandlers:
                 settled.append((_first_only(failed), answer))
             handling.failed, answer = settled[0]
             handling.finish = finish
+            named = next((o.table for o in outcomes if o.table), "")
+            if named:
+                handling.failure = partial(named_status, table=named)
             if answer is not None:
                 self._keep(request, answer)
                 handling.answered, handling.finish = answer.responses, answer.finish

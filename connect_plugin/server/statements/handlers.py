@@ -53,12 +53,15 @@ class Outcome:
     result's rows as a ``LocalRelation``, for a statement that is the client's
     whole request: the gateway then answers it itself, as Spark answers a
     command, and Spark is not asked (``after`` still runs before the last
-    response).
+    response); ``table``: the temp table a statement Spark runs writes into,
+    as the client named it, quoted as Spark quotes names: Spark's errors,
+    which call it ``unknown``, name it so.
     """
 
     result: spark_proto.Relation | None = None
     after: Callable[[], Awaitable[None]] | None = None
     answer: spark_proto.Relation | None = None
+    table: str = ""
 
     @classmethod
     def of_rows(cls, columns: Sequence[tuple[str, str]], rows: Sequence[results.Row]) -> Outcome:

@@ -10,12 +10,13 @@ goes to Spark unchanged; they matter only to sessions that have temp tables.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
-from connect_plugin.errors import StatementSyntaxError, TempTableError
+from connect_plugin.errors import StatementSyntaxError, TempTableError, UpstreamFailed
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import files_relation
 from connect_plugin.server.statements import results
@@ -197,6 +198,19 @@ class InsertIntoHandler(Handler[InsertInto]):
         )
 
     async def execute(self, call: Call, request: InsertInto) -> Outcome:
+        """The INSERT run, checked, by the gateway, or left to Spark; either way Spark's
+        errors name the table as the statement does, where Spark says ``unknown``."""
+        named = ".".join(quote_identifier(part) for part in request.name.parts)
+        try:
+            outcome = await self._insert(call, request)
+        except UpstreamFailed as exc:
+            exc.table = named
+            raise
+        if outcome.result is None and self._tables.lookup(call.context, request.name):
+            return dataclasses.replace(outcome, table=named)
+        return outcome
+
+    async def _insert(self, call: Call, request: InsertInto) -> Outcome:
         if request.others:
             for target in (request.name, *request.others):
                 if self._tables.lookup(call.context, target) is not None:

@@ -17,7 +17,10 @@ folder name at all.
 Such values can only be seen once the query runs, so the write is given a
 filter that raises an error naming the table, the column and what it holds
 on the first such row: the job fails, Spark commits no file, and the caller
-deletes the folder as it does for any failed write. The predicates are Spark
+deletes the folder as it does for any failed write. The error's text leads
+with its class (``ValueNotHeld``, or ``NotNullViolation`` for a column
+declared NOT NULL), which the client gets instead of Spark's
+``USER_RAISED_EXCEPTION``. The predicates are Spark
 SQL over the value as it will be stored, nested values included.
 """
 
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefinedType
 
+from connect_plugin.errors import NotNullViolation, ValueNotHeld
 from connect_plugin.server.tables.table_formats import holders, kind
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.spark_sql import literal, quote_identifier
@@ -321,13 +325,16 @@ def checked(
 
 
 def _message(name: str, rule: Rule) -> str:
+    """The error of a refused value, led by its class, which the gateway finds again in
+    Spark's error (``transport.spark_status``)."""
     if rule.refuser == NOT_NULL:
         return (
-            f"Temporary table [{name}]: column [{rule.column}] is declared NOT NULL and a row "
-            f"gives it NULL; the write stopped before committing any file ({rule.advice})"
+            f"[{NotNullViolation.error_class}] Temporary table [{name}]: column "
+            f"[{rule.column}] is declared NOT NULL and a row gives it NULL; the write stopped "
+            f"before committing any file ({rule.advice})"
         )
     return (
-        f"Temporary table [{name}]: column [{rule.column}] of type "
-        f"{rule.data_type.simpleString()} holds {rule.holds}, which {rule.refuser} cannot "
-        f"hold exactly; the write stopped before committing any file ({rule.advice})"
+        f"[{ValueNotHeld.error_class}] Temporary table [{name}]: column [{rule.column}] of "
+        f"type {rule.data_type.simpleString()} holds {rule.holds}, which {rule.refuser} "
+        f"cannot hold exactly; the write stopped before committing any file ({rule.advice})"
     )

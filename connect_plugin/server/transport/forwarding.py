@@ -44,7 +44,8 @@ from connect_plugin.server.transport.observed_metrics import (
     without_python_accumulators,
 )
 from connect_plugin.server.transport.plans import decode as decode_request
-from connect_plugin.server.transport.status import abort_with, relay
+from connect_plugin.server.transport.spark_status import Status, relay
+from connect_plugin.server.transport.status import abort_with
 
 log = logging.getLogger(__name__)
 
@@ -349,7 +350,7 @@ class Forwarder:
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
                 _tell_failed(handling, error)
-                await relay(error, context, message)
+                await relay(error, context, message, _failure(handling))
             except asyncio.CancelledError:
                 call.cancel()
                 raise
@@ -454,7 +455,7 @@ class Forwarder:
             except grpc.aio.AioRpcError as error:
                 self._failed(key, error)
                 _tell_failed(handling, error)
-                await relay(error, context, message)
+                await relay(error, context, message, _failure(handling))
             finally:
                 if call is not None and not call.done():
                     call.cancel()
@@ -470,6 +471,10 @@ def _completes(last: bytes | None) -> bool:
     if last is None:
         return False
     return base_pb2.ExecutePlanResponse.FromString(last).HasField("result_complete")
+
+
+def _failure(handling: Interception | None) -> Callable[[Status], Status] | None:
+    return None if handling is None else handling.failure
 
 
 def _tell_failed(handling: Interception | None, error: grpc.aio.AioRpcError) -> None:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import grpc
 from google.protobuf.message import Message
 
+from connect_plugin.server.transport.spark_status import Status
+
 if TYPE_CHECKING:
     from prometheus_client import Gauge
 
@@ -86,6 +88,9 @@ class Interception:
     finish: Callable[[], Awaitable[None]] | None = None
     respond: Callable[[bytes], bytes] | None = None
     failed: Callable[[grpc.aio.AioRpcError], None] | None = None
+    failure: Callable[[Status], Status] | None = None
+    """Turns the status of the upstream's error, as the client would get it, into the one it
+    gets (what the gateway knows of the request that Spark's text does not say)."""
     responses: Callable[[bytes], None] | None = None
     unfinished: Callable[[], None] | None = None
     """(executions that may be reattached to) told instead of running ``finish`` when the

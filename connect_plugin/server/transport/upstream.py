@@ -21,7 +21,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.status import STATUS_DETAILS_KEY, upstream_status
+from connect_plugin.server.transport.spark_status import STATUS_DETAILS_KEY, upstream_status
 
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"

@@ -25,14 +25,12 @@ from connect_plugin import errors
 from connect_plugin.server.sessions.registry import admit_request, spark_refuses
 from connect_plugin.server.statements.recognition import Cursor, SqlText
 from connect_plugin.server.transport import status as status_module
-from connect_plugin.server.transport.status import (
+from connect_plugin.server.transport.spark_status import (
     MESSAGE_ONLY_CLASS,
     STATUS_DETAILS_KEY,
     Status,
-    emitted,
-    error_class_of,
-    to_grpc_status,
 )
+from connect_plugin.server.transport.status import emitted, error_class_of, to_grpc_status
 from tests.unit.server.transport.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
 
 CANONICAL = "3d4a2c9e-1b7f-4c55-8a0e-5f6b7c8d9e0f"

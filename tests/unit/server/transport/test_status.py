@@ -22,17 +22,19 @@ from pyspark.errors.exceptions.connect import convert_exception
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin import errors
-from connect_plugin.server.transport.status import (
+from connect_plugin.server.transport.spark_status import (
     MESSAGE_ONLY_CLASS,
     STATUS_DETAILS_KEY,
     STATUS_MESSAGE_LIMIT,
     Status,
+    checked_value_status,
+    named_status,
     scan_error_details,
     scan_error_message,
     scan_error_status,
-    to_grpc_status,
     upstream_status,
 )
+from connect_plugin.server.transport.status import to_grpc_status
 from tests.unit.server.spark_errors import load, rpc_error
 from tests.unit.server.transport.test_clients import PYSPARK_REQUEST, SCALA_REQUEST
 
@@ -330,3 +332,105 @@ def test_scan_errors_the_gateway_raises_carry_their_own_class() -> None:
     missing = to_grpc_status(errors.ScanPathNotFound(MISSING))
     assert missing.code == grpc.StatusCode.NOT_FOUND
     assert missing.details == f"[CONNECT_PLUGIN.SCAN_PATH_NOT_FOUND] {MISSING}"
+
+
+RUNTIME = [
+    "org.apache.spark.SparkRuntimeException",
+    "java.lang.RuntimeException",
+    "java.lang.Exception",
+    "java.lang.Throwable",
+    "java.lang.Object",
+]
+REFUSED = (
+    "Temporary table [t]: column [a] is declared NOT NULL and a row gives it NULL; the write "
+    "stopped before committing any file (give the column a value in every row, or declare it "
+    "without NOT NULL)"
+)
+
+
+def classed_status(
+    classes: list[str], message: str, error_class: str, parameters: dict[str, str]
+) -> Status:
+    """A status of Spark's for an error with a class and parameters."""
+    sent = spark_status(classes, message)
+    rpc, info = info_of(sent)
+    info.metadata["errorClass"] = error_class
+    info.metadata["messageParameters"] = json.dumps(parameters)
+    rpc.details[0].Pack(info)
+    return Status(sent.code, message, ((STATUS_DETAILS_KEY, rpc.SerializeToString()),))
+
+
+def test_a_value_checks_error_gets_its_own_class_and_message() -> None:
+    raised = f"[CONNECT_PLUGIN.TEMP_TABLE_NOT_NULL] {REFUSED}"
+    sent = classed_status(
+        RUNTIME,
+        f"[USER_RAISED_EXCEPTION] {raised} SQLSTATE: P0001",
+        "USER_RAISED_EXCEPTION",
+        {"errorMessage": raised},
+    )
+    given = checked_value_status(sent)
+    rpc, info = info_of(given)
+    assert given.details == rpc.message == raised
+    assert info.metadata["errorClass"] == "CONNECT_PLUGIN.TEMP_TABLE_NOT_NULL"
+    assert info.metadata["sqlState"] == errors.NotNullViolation.sql_state == "23502"
+    assert json.loads(info.metadata["messageParameters"]) == {"message": REFUSED}
+    assert "errorId" not in info.metadata
+    raised_by_client = client_exception(given)
+    assert isinstance(raised_by_client, SparkRuntimeException)
+    assert str(raised_by_client) == raised
+    scala = info_of(checked_value_status(sent, SCALA_REQUEST))[1]
+    assert scala.metadata["errorClass"] == MESSAGE_ONLY_CLASS
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[CONNECT_PLUGIN.SOMETHING_ELSE] a class no check raises",
+        "Temporary table [t]: no class at all",
+    ],
+)
+def test_other_raised_errors_stay_as_sent(text: str) -> None:
+    sent = classed_status(
+        RUNTIME, f"[USER_RAISED_EXCEPTION] {text} SQLSTATE: P0001", "USER_RAISED_EXCEPTION",
+        {"errorMessage": text},
+    )  # fmt: skip
+    assert checked_value_status(sent) is sent
+
+
+ARITY = (
+    "[INSERT_COLUMN_ARITY_MISMATCH.NOT_ENOUGH_DATA_COLUMNS] Cannot write to `unknown`, the "
+    "reason is not enough data columns:\nTable columns: `unknown`, `b`.\nData columns: `col1`. "
+    "SQLSTATE: 21S01"
+)
+
+
+def test_a_temp_table_spark_calls_unknown_is_named() -> None:
+    sent = classed_status(
+        ANALYSIS, ARITY, "INSERT_COLUMN_ARITY_MISMATCH.NOT_ENOUGH_DATA_COLUMNS",
+        {"tableName": "`unknown`", "tableColumns": "`unknown`, `b`", "dataColumns": "`col1`"},
+    )  # fmt: skip
+    given = named_status(sent, "`session`.`MyT`")
+    rpc, info = info_of(given)
+    assert given.details == rpc.message == ARITY.replace(
+        "write to `unknown`", "write to `session`.`MyT`"
+    )
+    assert "Table columns: `unknown`, `b`" in given.details
+    assert json.loads(info.metadata["messageParameters"]) == {
+        "tableName": "`session`.`MyT`", "tableColumns": "`unknown`, `b`", "dataColumns": "`col1`",
+    }  # fmt: skip
+    assert info.metadata["errorClass"] == "INSERT_COLUMN_ARITY_MISMATCH.NOT_ENOUGH_DATA_COLUMNS"
+    assert "errorId" not in info.metadata
+    partitions = classed_status(
+        ANALYSIS,
+        "[PARTITIONS_NOT_FOUND] The partition(s) `unknown` cannot be found in table `unknown`.",
+        "PARTITIONS_NOT_FOUND",
+        {"partitionList": "`unknown`", "tableName": "`unknown`"},
+    )
+    assert named_status(partitions, "`t`").details == (
+        "[PARTITIONS_NOT_FOUND] The partition(s) `unknown` cannot be found in table `t`."
+    )
+
+
+def test_an_error_that_names_no_unknown_table_stays_as_sent() -> None:
+    sent = classed_status(ANALYSIS, "[X] column `unknown` is ambiguous", "X", {})
+    assert named_status(sent, "`t`") is sent
