@@ -250,6 +250,14 @@ class MissingColumn(ScanError):
     sql_state = "42703"
 
 
+class ScanWorkerLost(ScanError):
+    """A Spark Python worker exited while it ran a query that reads a scan (killed, out of
+    memory, crashed): the gateway knows it only from Spark's error, never raises it."""
+
+    error_class = "CONNECT_PLUGIN.SCAN_WORKER_LOST"
+    sql_state = "38000"
+
+
 class BadRecord(ScanError):
     """A record cannot be read under the scan's schema and ``on_error`` is ``fail``."""
 

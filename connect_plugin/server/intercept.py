@@ -71,7 +71,12 @@ from connect_plugin.server.transport.requests import (
     InsertInto,
     ListTempTables,
 )
-from connect_plugin.server.transport.spark_status import named_status, scan_error_details
+from connect_plugin.server.transport.spark_status import (
+    Status,
+    named_status,
+    scan_error_details,
+    worker_lost_status,
+)
 from connect_plugin.server.transport.upstream import SessionContext, Upstream
 
 Work = Callable[[ProgressSink], Awaitable[list[Outcome]]]
@@ -226,11 +231,16 @@ class PluginHandlers:
                 and _reattachable(request)
             )
             key = _key(request) if detachable else None
-            return self._with_progress(request, handle, audit, answered=answered, key=key)
-        interception = self._with_progress(
-            request, handle, audit, self._scan_rows.failed(policy), answered=answered
-        )
-        interception.responses = self._scan_rows.executed(request, policy)
+            interception = self._with_progress(
+                request, handle, audit, answered=answered, key=key
+            )
+        else:
+            interception = self._with_progress(
+                request, handle, audit, self._scan_rows.failed(policy), answered=answered
+            )
+            interception.responses = self._scan_rows.executed(request, policy)
+        if policy is not None:
+            interception.failure = worker_lost_status
         return interception
 
     async def analyze_plan(
@@ -293,7 +303,7 @@ class PluginHandlers:
             handling.finish = finish
             named = next((o.table for o in outcomes if o.table), "")
             if named:
-                handling.failure = partial(named_status, table=named)
+                handling.failure = _then(handling.failure, partial(named_status, table=named))
             if answer is not None:
                 self._keep(request, answer)
                 handling.answered, handling.finish = answer.responses, answer.finish
@@ -454,6 +464,15 @@ def _both(
         second(error)
 
     return both
+
+
+def _then(
+    first: Callable[[Status], Status] | None, second: Callable[[Status], Status]
+) -> Callable[[Status], Status]:
+    """``second`` after ``first`` (when there is one)."""
+    if first is None:
+        return second
+    return lambda status: second(first(status))
 
 
 def _first_only(

@@ -21,6 +21,10 @@ knows better than Spark's text says:
   its format cannot hold) fails the write in Spark through ``raise_error``,
   which Spark reports as ``USER_RAISED_EXCEPTION``: the client gets the
   check's own class and message (``checked_value_status``).
+- A Python worker of a query that reads a scan exits unexpectedly (it was
+  killed, ran out of memory or crashed): Spark's error has no class and a
+  JVM stack; the client gets the scan's ``SCAN_WORKER_LOST`` and what to do
+  (``worker_lost_status``, for requests the gateway knows hold a scan).
 - Spark names a temp table ``unknown`` in the errors of a write into it;
   the gateway, which knows which table the statement named, names it as the
   client wrote it (``named_status``).
@@ -220,6 +224,43 @@ def checked_value_status(sent: Status, request: Message | None = None) -> Status
             if is_scala_client(request):
                 in_scala_templates(info, status.message)
             detail.Pack(info)
+    return _encoded(sent, index, status)
+
+
+WORKER_EXITED = "Python worker exited unexpectedly"
+"""What Spark says of a Python worker that died under a task (``PythonRunner``)."""
+
+
+def worker_lost_status(sent: Status) -> Status:
+    """``sent`` as ``ScanWorkerLost`` when Spark says, with no class of its own, that a
+    Python worker exited unexpectedly: a status of a request that reads a scan."""
+    if WORKER_EXITED not in sent.details:
+        return sent
+    decoded = _decoded(sent)
+    if decoded is None:
+        return sent
+    index, status = decoded
+    infos = []
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            if info.metadata.get("errorClass"):
+                return sent
+            infos.append((detail, info))
+    lost = errors.ScanWorkerLost
+    message = (
+        "a Spark Python worker exited unexpectedly while the query ran (it was killed, ran "
+        "out of memory or crashed); the query reads a scan, whose files those workers read: "
+        "run it again, and if it fails again look for the worker's end in the Spark server's "
+        "log (spark.python.worker.faulthandler.enabled=true prints a crashed worker's stack)"
+    )
+    status.message = scan_error_message(errors.Marked(lost.error_class, message), status.message)
+    for detail, info in infos:
+        info.metadata["errorClass"] = lost.error_class
+        info.metadata["messageParameters"] = json.dumps({"message": message})
+        info.metadata["sqlState"] = lost.sql_state
+        _without_details_to_fetch(info)
+        detail.Pack(info)
     return _encoded(sent, index, status)
 
 

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,8 @@ from pyspark.sql.types import LongType
 
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
-from tests.integration.support import Upstream, new_session
+from connect_plugin.server.sessions.python_workers import daemons
+from tests.integration.support import Upstream, embedded_jvm, new_session
 
 SPARKS_TEXT = ("Spark: [PYTHON_DATA_SOURCE_ERROR] ", "Spark: [PYTHON_EXCEPTION] ")
 TRACES = "The Python and JVM traces are in the Spark server's log."
@@ -343,3 +348,69 @@ def test_a_file_pyarrow_refuses_fails_with_a_scan_class_naming_it(
     assert re.match(r"CONNECT_PLUGIN\.SCAN(_[A-Z]+)*$", failed.getCondition() or "")
     assert f"file {path}" in first_line(failed)
     assert_short(failed)
+
+
+def _read_workers(jvm: int, server_side_session: str) -> list[int]:
+    """The processes reading a scan for a session: the workers of its ``pyspark.worker``
+    daemon under Spark's JVM ``jvm``."""
+    parents = {
+        d.forked or d.pid
+        for d in daemons(under=jvm)
+        if d.session == server_side_session
+        and Path(f"/proc/{d.pid}/cmdline").read_bytes().split(b"\0")[-2:] == [b"pyspark.worker", b""]
+    }
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        parent = re.search(r"^PPid:\s+(\d+)$", text, re.MULTILINE)
+        if parent is not None and int(parent.group(1)) in parents:
+            found.append(int(status.parent.name))
+    return found
+
+
+def test_a_python_worker_lost_under_a_scan(
+    gateway: Gateway, upstream: Upstream, tmp_path: Path
+) -> None:
+    """A worker killed while it reads: the scan's class and two lines, not Spark's
+    classless SparkException with its JVM stack (issue 44)."""
+    if not upstream.embedded:
+        pytest.skip("kills a Python worker of the embedded server")
+    (tmp_path / "a.json").write_text(lines([{"n": i, "pad": "x" * 40} for i in range(200_000)]))
+    spark = new_session(gateway.address)
+    try:
+        df = connect_plugin.scan(spark, str(tmp_path), format="json", max_rows=8)
+        assert df.columns == ["n", "pad"]
+        server_side = spark.client._server_session_id
+        jvm = embedded_jvm(upstream)
+        caught: list[PySparkException] = []
+
+        def read() -> None:
+            try:
+                df.selectExpr("sum(length(pad))").collect()
+            except PySparkException as exc:
+                caught.append(exc)
+
+        reading = threading.Thread(target=read)
+        reading.start()
+        killed: list[int] = []
+        deadline = time.monotonic() + 120
+        while not killed and reading.is_alive() and time.monotonic() < deadline:
+            for pid in _read_workers(jvm, server_side):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.05)
+        reading.join()
+    finally:
+        spark.stop()
+    assert killed, "the scan ended before a worker could be killed"
+    (exc,) = caught
+    assert isinstance(exc, SparkConnectGrpcException)
+    assert exc.getCondition() == "CONNECT_PLUGIN.SCAN_WORKER_LOST"
+    assert first_line(exc).startswith(
+        "[CONNECT_PLUGIN.SCAN_WORKER_LOST] a Spark Python worker exited unexpectedly while the "
+        "query ran (it was killed, ran out of memory or crashed)"
+    )
+    assert_short(exc)

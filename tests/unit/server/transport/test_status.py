@@ -33,6 +33,7 @@ from connect_plugin.server.transport.spark_status import (
     scan_error_message,
     scan_error_status,
     upstream_status,
+    worker_lost_status,
 )
 from connect_plugin.server.transport.status import to_grpc_status
 from tests.unit.server.spark_errors import load, rpc_error
@@ -434,3 +435,39 @@ def test_a_temp_table_spark_calls_unknown_is_named() -> None:
 def test_an_error_that_names_no_unknown_table_stays_as_sent() -> None:
     sent = classed_status(ANALYSIS, "[X] column `unknown` is ambiguous", "X", {})
     assert named_status(sent, "`t`") is sent
+
+
+CRASH = (
+    "Job aborted due to stage failure: Task 1 in stage 29.0 failed 1 times, most recent "
+    "failure: Lost task 1.0 in stage 29.0 (TID 30) (host executor driver): "
+    "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed). Consider "
+    "setting 'spark.sql.execution.pyspark.udf.faulthandler.enabled' or"
+    "'spark.python.worker.faulthandler.enabled' configuration to 'true' for the better "
+    "Python traceback.\n\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator"
+)
+SPARK_EXCEPTION = ["org.apache.spark.SparkException", "java.lang.Exception", "java.lang.Throwable", "java.lang.Object"]
+
+
+def test_a_lost_python_worker_of_a_scans_query_gets_the_scans_class() -> None:
+    given = worker_lost_status(spark_status(SPARK_EXCEPTION, CRASH))
+    _, info = info_of(given)
+    first, context = given.details.splitlines()
+    assert first.startswith(
+        "[CONNECT_PLUGIN.SCAN_WORKER_LOST] a Spark Python worker exited unexpectedly while "
+        "the query ran"
+    )
+    assert context == TRACES
+    assert info.metadata["errorClass"] == "CONNECT_PLUGIN.SCAN_WORKER_LOST"
+    assert info.metadata["sqlState"] == "38000"
+    assert "errorId" not in info.metadata
+    raised = client_exception(given)
+    assert type(raised).__name__ == "SparkException"
+    assert raised.getCondition() == "CONNECT_PLUGIN.SCAN_WORKER_LOST"  # type: ignore[attr-defined]
+    assert len(str(raised).splitlines()) == 2
+
+
+def test_other_errors_are_no_lost_worker() -> None:
+    for sent in (spark_status(SPARK_EXCEPTION, "Job aborted: disk full"), spark_status(PYTHON, READING)):
+        assert worker_lost_status(sent) is sent
+    classed = classed_status(SPARK_EXCEPTION, CRASH, "SOME_CLASS", {})
+    assert worker_lost_status(classed) is classed
