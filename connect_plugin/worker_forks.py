@@ -13,6 +13,8 @@ would.
   streams over a Unix socket (``SCM_RIGHTS``), forwards the signals Spark
   sends to the daemon, and exits with the daemon's exit code. A launcher
   that dies takes its daemon with it, as an ``exec`` would.
+- No worker outlives its daemon: when a daemon ends, however it ends, what
+  is left of its process group is killed before it is reaped.
 - Only ``-m pyspark.daemon`` is forked, and only when what the daemon's
   interpreter would read at start-up matches this server's (the hash seed,
   unless the daemon leaves it random; the other ``PYTHON*`` start-up
@@ -244,10 +246,12 @@ class ForkServer:
         return worker_path(environment.get("PYTHONPATH", ""), self.pyspark_version)
 
     def _ended(self, pid: int) -> None:
+        """The daemon ended: its workers end too, then its status goes to its launcher."""
         daemon = self.daemons.pop(pid)
         self.selector.unregister(daemon.handle)
         if daemon.abandoned is False:
             self.selector.unregister(daemon.connection)
+        stop_workers(pid)
         _, status = os.waitpid(pid, 0)
         with contextlib.suppress(OSError):
             daemon.connection.send(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode())
@@ -260,6 +264,22 @@ class ForkServer:
         self.selector.unregister(daemon.connection)
         daemon.abandoned = True
         send_signal(pid, signal.SIGTERM)
+
+
+def stop_workers(daemon: int) -> None:
+    """Kill what is left of an ended daemon's process group: its workers.
+
+    ``pyspark.daemon`` leads a process group of its own and, stopping, sends
+    its group SIGHUP, which its workers die of; but a worker ignores SIGHUP,
+    as the daemon does, from its fork until it starts to serve, so a daemon
+    that stops as it forks (Spark stops one right after asking it for a
+    worker when that task is interrupted) leaves that worker running, blocked
+    on the socket Spark never reads, for good. A daemon killed outright
+    leaves all of them. Called while the daemon is a zombie, not yet reaped:
+    its pid, the group's id, cannot have gone to another process.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(daemon, signal.SIGKILL)
 
 
 def _entries(python_path: str) -> list[str]:

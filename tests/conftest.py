@@ -73,6 +73,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "compared with DuckDB (default 20)",
     )
     parser.addoption(
+        "--worker-soak-seconds",
+        type=float,
+        default=None,
+        metavar="N",
+        help="Seconds of failing, rejecting, interrupted and ended scans after which no Python "
+        "worker may outlive its daemon (default 60)",
+    )
+    parser.addoption(
         "--record-durations",
         action="store_true",
         help=f"Write the seconds each test file took to {DURATIONS.name}, from which the "

@@ -287,6 +287,72 @@ def test_a_daemon_goes_with_its_launcher_or_its_spark(
         assert _ended(worker_end)
 
 
+def test_no_worker_outlives_its_daemon_however_it_ends(
+    forks: WorkerForks, session: Path, launched: list[Launched]
+) -> None:
+    """A daemon killed outright sends its workers nothing; the server ends them with it
+    (they used to stay, their parent gone, blocked on Spark's socket)."""
+    launcher = _launch(launched, session, _environment(session, forks))
+    (daemon,) = [pid for pid in _children(_server_pid(forks)) if not _gone_now(pid)]
+    worker, sock = launcher.worker()
+    worker_end = _watch(worker)
+    with sock:
+        os.kill(daemon, signal.SIGKILL)
+        assert _ended(worker_end), "the worker outlived its daemon"
+        launcher.process.wait(WAIT_S)
+
+
+RACE_ROUNDS = 20
+
+
+def test_a_daemon_stopped_as_it_forks_leaves_no_worker(
+    forks: WorkerForks, session: Path, launched: list[Launched]
+) -> None:
+    """Spark's part when a task is interrupted while it waits for a new worker: it has
+    connected to the daemon, stops it (SIGTERM, its pipes closed) without reading the new
+    worker's pid, and keeps the socket open. A worker forked in that instant ignores the
+    daemon's SIGHUP; none may stay behind."""
+    environment = _environment(session, forks)
+    held = []
+    try:
+        for _ in range(RACE_ROUNDS):
+            launcher = _launch(launched, session, environment)
+            held.append(socket.create_connection(("127.0.0.1", launcher.port), timeout=WAIT_S))
+            launcher.process.terminate()
+            for stream in (launcher.process.stdin, launcher.process.stdout):
+                assert stream is not None
+                stream.close()
+        for launcher in launched:
+            launcher.process.wait(WAIT_S)
+        deadline = time.monotonic() + WAIT_S
+        while _strays(forks) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _strays(forks) == []
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def _strays(forks: WorkerForks) -> list[int]:
+    """The server's processes (it, its daemons and their workers share its command line,
+    which names its socket) whose parent is none of them: workers whose daemon is gone."""
+    assert forks.path is not None
+    server, mark = _server_pid(forks), forks.path.encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == server:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            parent = int((entry / "status").read_text().split("\nPPid:", 1)[1].split()[0])
+            parent_cmdline = Path(f"/proc/{parent}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark in cmdline and mark not in parent_cmdline:
+            found.append(int(entry.name))
+    return found
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from tests.integration.faults.gateway_process import (
 )
 from tests.integration.faults.workspace_check import assert_consistent, workspace_folders
 from tests.integration.support import temp_table_names
+from tests.integration.worker_strays import fork_server, settled_strays
 
 SESSIONS = 32
 CYCLES = int(os.environ.get("CONNECT_PLUGIN_TEST_CYCLES", "2"))
@@ -47,6 +48,17 @@ SETTLE_S = 5.0
 """How long a cleaned-up folder is watched: longer than Spark takes to kill a task."""
 QUIET_S = 2.0
 """How long before the end of ``SETTLE_S`` the folder was last seen."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_python_worker_outlives_its_daemon() -> Iterator[None]:
+    """Sessions that end in every way leave no Python worker of this Spark behind whose
+    daemon is gone (``tests/integration/scan/test_python_worker_strays.py`` drives scans)."""
+    server = fork_server()
+    yield
+    if server is not None:
+        left = settled_strays(server)
+        assert left == [], f"{len(left)} Python workers outlived their daemon: {left}"
 
 
 @pytest.fixture(autouse=True)
