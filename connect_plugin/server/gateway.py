@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -42,6 +40,7 @@ from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 from connect_plugin.server.sessions.writes import stop_late_watches
+from connect_plugin.server.start_checks import Prepared, prepare
 from connect_plugin.server.statements.config_guard import screen_substitutions
 from connect_plugin.server.statements.handlers import HandlerRegistry, SqlOrder
 from connect_plugin.server.tables.catalog import Tables
@@ -82,8 +81,11 @@ log = logging.getLogger(__name__)
 class Gateway:
     """A running gateway: where it listens, what it forwarded, how to stop it."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, prepared: Prepared | None = None) -> None:
+        """``prepared``: what ``start_checks.prepare`` checked and claimed for this gateway,
+        which it then owns (None: ``start`` runs the checks)."""
         self.config = config
+        self._prepared = prepared
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -103,11 +105,13 @@ class Gateway:
         """Follow-ups of Spark's executions, for whichever of their streams sees them end."""
         self.answers: Answers | None = None
         """The gateway's own answers, kept for a stream that reattaches to them."""
-        self._workspace_lock: WorkspaceLock | None = None
+        self._workspace_lock: WorkspaceLock | None = (
+            None if prepared is None else prepared.workspace_lock
+        )
         self.authenticator: TokenAuthenticator | None = None
         self.upstream_token: UpstreamToken | None = None
         self.metrics: GatewayMetrics | None = None
-        self.audit: AuditLog | None = None
+        self.audit: AuditLog | None = None if prepared is None else prepared.audit
         self._stop_metrics: Callable[[], None] | None = None
         self._qualifier_check: asyncio.Future[None] | None = None
 
@@ -164,14 +168,15 @@ class Gateway:
 
     async def _start(self) -> None:
         config = self.config
-        credentials = server_credentials(config)
-        self.authenticator = authenticator(config)
-        if config.upstream_token_file is not None:
-            self.upstream_token = UpstreamToken(config.upstream_token_file)
+        prepared = self._prepared or prepare(config)
+        self._prepared = None
+        self._workspace_lock, self.audit = prepared.workspace_lock, prepared.audit
+        credentials = prepared.credentials
+        self.authenticator = prepared.authenticator
+        self.upstream_token = prepared.upstream_token
         self._channel = upstream_channel(config, self.upstream_token)
         upstream = Upstream(self._channel)
         workspace = Workspace(config.workspace)
-        self._workspace_lock = workspace.lock(config.registry_path)
         store = SqliteSessionStore(
             config.registry_path or workspace.private_folder / REGISTRY_FILE
         )
@@ -180,8 +185,6 @@ class Gateway:
         release = SessionRelease(registry, workspace, stop_ended if stopping else None)
         self.recovery = Recovery(config, registry, workspace, upstream, release)
         await self.recovery.run()
-        if config.audit_log is not None:
-            self.audit = AuditLog(config.audit_log)
         metrics = self._serve_metrics(registry)
         handlers = PluginHandlers(
             config,
@@ -346,62 +349,12 @@ def plugin_handlers(
     )
 
 
-def _read_pem(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the TLS {what} [{path}]: {exc.strerror}") from exc
-
-
-def server_credentials(config: Config) -> grpc.ServerCredentials | None:
-    """TLS credentials of the gateway's port (None: plaintext); client certificates if asked."""
-    if config.tls_cert_file is None or config.tls_key_file is None:
-        return None
-    key = _read_pem(config.tls_key_file, "key")
-    chain = _read_pem(config.tls_cert_file, "certificate")
-    if b"PRIVATE KEY-----" not in key:
-        raise ConfigError(f"the TLS key [{config.tls_key_file}] holds no PEM private key")
-    if b"-----BEGIN CERTIFICATE-----" not in chain:
-        raise ConfigError(f"the TLS certificate [{config.tls_cert_file}] holds no PEM certificate")
-    if config.tls_client_ca_file is None:
-        return grpc.ssl_server_credentials([(key, chain)])
-    roots = _read_pem(config.tls_client_ca_file, "client CA")
-    return grpc.ssl_server_credentials([(key, chain)], roots, require_client_auth=True)
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def authenticator(config: Config) -> TokenAuthenticator | None:
-    """The token check of every call; None (with a warning) when the gateway authenticates no one.
-
-    Without tokens, only a loopback address is served, unless ``allow_unauthenticated``.
-    """
-    if config.auth_tokens_file is not None:
-        return TokenAuthenticator(config.auth_tokens_file)
-    if _loopback(config.host):
-        return None
-    if not config.allow_unauthenticated:
-        raise ConfigError(
-            f"the gateway would serve {config.host} without authentication; give it a tokens "
-            "file (--auth-tokens FILE), listen on 127.0.0.1, or accept anyone who reaches the "
-            "port with --allow-unauthenticated"
-        )
-    log.warning(
-        "serving %s without authentication: anyone who reaches the port can act in any session",
-        config.host,
-    )
-    return None
-
-
-def serve(config: Config) -> Gateway:
-    """Start a gateway for ``config`` and return it running; never blocks."""
+def serve(config: Config, prepared: Prepared | None = None) -> Gateway:
+    """Start a gateway for ``config`` and return it running; never blocks. ``prepared``: what
+    ``start_checks.prepare`` checked and claimed for it, which it then owns (default: it runs
+    the checks itself)."""
     if config.upstream is None:
+        if prepared is not None:
+            prepared.release()
         raise ConfigError("the gateway needs an upstream Spark Connect server (sc://host:port)")
-    return Gateway(config).start()
+    return Gateway(config, prepared).start()

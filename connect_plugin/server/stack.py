@@ -3,8 +3,10 @@
 With ``config.local`` the upstream is an embedded server started here (and
 warmed up with one scan, unless ``config.warm_up`` is off) and stopped with
 the stack; otherwise ``config.upstream`` names a server someone
-else runs. The CLI, the demo, the tests and the benchmarks all start the same
-stack through this class.
+else runs. What a start can check without Spark (ports, files, the
+workspace: ``start_checks``) is checked, and the workspace claimed, before
+the embedded server starts. The CLI, the demo, the tests and the benchmarks
+all start the same stack through this class.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from connect_plugin.server.class_archive import default_folder
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
 from connect_plugin.server.sessions.python_workers import IdleDaemons
+from connect_plugin.server.start_checks import Prepared, prepare
 from connect_plugin.upstream_url import LOOPBACK_HOSTS
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,7 @@ class Stack:
                 python=worker_python,
             )
         self.gateway: Gateway | None = None
+        self._prepared: Prepared | None = None
         self._stopping = threading.Event()
         self._sweeper: threading.Thread | None = None
 
@@ -67,8 +71,11 @@ class Stack:
         return self.config.upstream
 
     def start(self) -> Stack:
+        """Check what needs no Spark and claim the workspace, start the embedded server (when
+        there is one), then the gateway."""
         config = self.config
         try:
+            self._prepared = prepare(config)
             if self.embedded is not None:
                 self.embedded.start(timeout=config.upstream_start_timeout_s)
                 if config.warm_up:
@@ -80,7 +87,8 @@ class Stack:
                     stop_python_workers=True,
                 )
                 self._sweep_idle_daemons(config.python_worker_idle_s)
-            self.gateway = serve(config)
+            prepared, self._prepared = self._prepared, None
+            self.gateway = serve(config, prepared)
         except BaseException:
             self.stop()
             raise
@@ -111,8 +119,13 @@ class Stack:
         if self.gateway is not None:
             self.gateway.stop()
             self.gateway = None
-        if self.embedded is not None:
-            self.embedded.stop()
+        try:
+            if self.embedded is not None:
+                self.embedded.stop()
+        finally:
+            if self._prepared is not None:
+                self._prepared.release()
+                self._prepared = None
 
     def __enter__(self) -> Stack:
         return self.start()

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -182,3 +182,104 @@ def gateway_port_in_use() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         yield sock.getsockname()[1]
+
+
+def _taken_port() -> Iterator[int]:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+@contextmanager
+def _workspace_held(workspace: Path) -> Iterator[None]:
+    from connect_plugin.server.sessions.workspace import Workspace
+
+    lock = Workspace(workspace).lock()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _port_taken(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    for port in _taken_port():
+        args[args.index("--port") + 1] = str(port)
+        yield f"the gateway cannot listen on 127.0.0.1:{port} (Address already in use); choose another --port"
+
+
+def _metrics_port_taken(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    for port in _taken_port():
+        args += ["--metrics-port", str(port)]
+        yield f"cannot listen on 127.0.0.1:{port} (Address already in use); choose another --metrics-port"
+
+
+def _workspace_in_use(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    with _workspace_held(tmp_path / "ws"):
+        yield f"is in use by another gateway (pid {os.getpid()}); stop that gateway"
+
+
+def _workspace_a_file(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    (tmp_path / "ws").write_text("not a folder")
+    yield f"cannot create the private folder [{tmp_path / 'ws'}]"
+
+
+def _tokens_missing(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    args += ["--auth-tokens", str(tmp_path / "tokens")]
+    yield str(tmp_path / "tokens")
+
+
+def _audit_log_unwritable(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    args += ["--audit-log", str(tmp_path / "missing" / "audit.log")]
+    yield f"cannot open the audit log [{tmp_path / 'missing' / 'audit.log'}]: No such file"
+
+
+def _tls_key_missing(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    (tmp_path / "cert.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    args += ["--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem")]
+    yield f"cannot read the TLS key [{tmp_path / 'key.pem'}]"
+
+
+def _open_without_tokens(tmp_path: Path, args: list[str]) -> Iterator[str]:
+    args += ["--host", "0.0.0.0"]
+    yield "the gateway would serve 0.0.0.0 without authentication"
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        _port_taken,
+        _metrics_port_taken,
+        _workspace_in_use,
+        _workspace_a_file,
+        _tokens_missing,
+        _audit_log_unwritable,
+        _tls_key_missing,
+        _open_without_tokens,
+    ],
+    ids=lambda problem: problem.__name__.strip("_"),
+)
+def test_serve_local_says_what_stops_it_before_starting_spark(
+    tmp_path: Path, problem: Callable[[Path, list[str]], Iterator[str]]
+) -> None:
+    """What a start can check without Spark is a one-line error and exit code 2 before
+    Spark starts (its state folder is never made): not after the JVM's seconds of start-up,
+    nor after a raw gRPC line."""
+    state = tmp_path / "state"
+    args = ["serve", "--local", "--port", "0", "--workspace", str(tmp_path / "ws")]
+    args += ["--state-dir", str(state)]
+    with contextlib.contextmanager(problem)(tmp_path, args) as expected:
+        began = time.monotonic()
+        result = subprocess.run(
+            [CLI, *args], env=_env(), capture_output=True, text=True, timeout=120, check=False
+        )
+        elapsed = time.monotonic() - began
+    print(f"{problem.__name__.strip('_')}: refused after {elapsed:.1f} s")
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr.startswith("connect-plugin: error: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert expected in result.stderr
+    assert not state.exists(), "Spark was started before the check"
+    assert not spark_connect_server_pids(mentioning=str(state))
