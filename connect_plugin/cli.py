@@ -24,14 +24,41 @@ from connect_plugin.errors import ConnectPluginError
 from connect_plugin.extras import require_server
 
 READY_LINE = "connect-plugin gateway ready at {address}"
+DEMO_DEFAULTS = {"log_level": "WARNING"}
+"""The demo's own defaults, under every source of settings: its output is its own lines."""
 
 log = logging.getLogger("connect_plugin")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="connect-plugin", description=(__doc__ or "").split("\n")[0])
+DESCRIPTION = (
+    "Run the connect-plugin gateway in front of Spark Connect (an embedded server, or one "
+    "of yours), run a short demo of it, or stop idle Python worker daemons beside a Spark "
+    "process that runs without a gateway."
+)
+SERVE = (
+    "Run the gateway until SIGINT or SIGTERM (SIGHUP re-reads the tokens files): with "
+    "--local in front of an embedded Spark Connect server started from the pyspark wheel "
+    "(Java 17+), or in front of your own with --upstream. Prints one line, the address "
+    "clients connect to, once it serves. Settings not given here come from CONNECT_PLUGIN_* "
+    "environment variables, then from connect-plugin.toml in --conf-dir."
+)
+DEMO = (
+    "Start an embedded Spark Connect server and the gateway on free ports, run a short "
+    "session through them (temp tables, a scan), print what it did and stop. Only the "
+    "demo's own lines are printed, unless --log-level asks for more."
+)
+STOP_IDLE = (
+    "Stop the Python worker daemons under one Spark process that have had no worker for "
+    "--idle-s seconds, until that process is gone: for a Spark that runs without a "
+    "gateway (the image's worker and connect roles); serve --local does this itself."
+)
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command's parser and each subcommand's (by name)."""
+    parser = argparse.ArgumentParser(prog="connect-plugin", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"connect-plugin {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", type=Path, help="root folder of session temp tables")
@@ -39,9 +66,14 @@ def _parser() -> argparse.ArgumentParser:
         "--state-dir", type=Path, help="folder of the embedded server's warehouse and logs"
     )
     common.add_argument("--conf-dir", type=Path, help="folder with connect-plugin.toml and spark-defaults.conf")
-    common.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR")
+    common.add_argument(
+        "--log-level",
+        help="DEBUG, INFO, WARNING, ERROR (serve: INFO by default, demo: WARNING)",
+    )
 
-    serve = commands.add_parser("serve", parents=[common], help="run the gateway until stopped")
+    serve = commands.add_parser(
+        "serve", parents=[common], help="run the gateway until stopped", description=SERVE
+    )
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--local", action="store_true", default=None, help="start an embedded Spark Connect server")
     where.add_argument("--upstream", help="front an existing server, e.g. sc://spark:15002")
@@ -100,13 +132,17 @@ def _parser() -> argparse.ArgumentParser:
         help="with --local, start each Python worker daemon as a new interpreter",
     )
 
-    commands.add_parser(
-        "demo", parents=[common], help="start the embedded stack on free ports, run a short session, stop"
+    demo = commands.add_parser(
+        "demo",
+        parents=[common],
+        help="start the embedded stack on free ports, run a short session, stop",
+        description=DEMO,
     )
 
     idle = commands.add_parser(
         "stop-idle-python-workers",
-        help="stop the Python worker daemons under a Spark process idle for --idle-s",
+        help="stop the idle Python worker daemons under a Spark process",
+        description=STOP_IDLE,
     )
     idle.add_argument("--idle-s", type=float, required=True, help="seconds without a worker")
     idle.add_argument(
@@ -115,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         help="the Spark process whose daemons are looked at; stop once it is gone",
     )
-    return parser
+    return parser, {"serve": serve, "demo": demo, "stop-idle-python-workers": idle}
 
 
 def _stop_idle_python_workers(idle_s: float, while_pid: int) -> int:
@@ -169,11 +205,14 @@ def _serve(config: Config) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser, commands = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    command = commands[args.command]
+    if unknown:
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "stop-idle-python-workers":
         if args.idle_s <= 0:
-            print("connect-plugin: error: --idle-s must be positive", file=sys.stderr)
-            return 2
+            command.error("--idle-s must be positive")
         logging.basicConfig(stream=sys.stderr, level="INFO")
         return _stop_idle_python_workers(args.idle_s, args.while_pid)
     arguments: dict[str, Any] = {
@@ -182,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             arguments.update(local=True, port=0)
-        config = load_config(arguments)
+            config = load_config(arguments, defaults=DEMO_DEFAULTS)
+        else:
+            config = load_config(arguments)
         _configure_logging(config)
         require_server()
         if args.command == "demo":

@@ -42,6 +42,8 @@ def default_workspace() -> Path:
     return default_state_dir() / "workspace"
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
 TEMP_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "text")
 """The formats Spark writes natively, which temporary tables may use."""
 
@@ -127,6 +129,10 @@ class Config:
     a new interpreter each (``--no-worker-forks``)."""
 
     def __post_init__(self) -> None:
+        if self.log_level.upper() not in LOG_LEVELS:
+            raise ConfigError(
+                f"log_level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
+            )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port {self.port} is outside 0..65535")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
@@ -263,14 +269,17 @@ def _from_file(path: Path) -> dict[str, Any]:
 
 
 def load_config(
-    arguments: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    arguments: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> Config:
-    """Merge arguments over environment over the conf file over defaults."""
+    """Merge arguments over environment over the conf file over ``defaults`` (a command's
+    own) over the dataclass's defaults."""
     explicit = {k: v for k, v in (arguments or {}).items() if v is not None}
     from_env = _from_env(os.environ if env is None else env)
     conf_dir = explicit.get("conf_dir") or from_env.get("conf_dir") or Config().conf_dir
     from_file = _from_file(Path(conf_dir) / CONF_FILE_NAME) if conf_dir else {}
-    merged = {**from_file, **from_env, **explicit}
+    merged = {**(defaults or {}), **from_file, **from_env, **explicit}
     if conf_dir is not None:
         merged["conf_dir"] = Path(conf_dir)
     try:

@@ -56,7 +56,7 @@ def warm_up(address: str) -> float:
             spark.stop()
     if counted != ROWS:
         log.warning("the warm-up scan counted %d rows of %d", counted, ROWS)
-    stop_session(server_side or "")
+    stop_session(server_side or "", level=logging.DEBUG)
     seconds = time.monotonic() - started
     log.info("warmed up Spark and its Python workers in %.1f s", seconds)
     return seconds

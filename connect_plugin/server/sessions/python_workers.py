@@ -135,15 +135,19 @@ def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
     return False
 
 
-def stop_session(server_side_session_id: str, proc: Path = Path("/proc")) -> int:
-    """Stop the daemons of one server-side session; how many were stopped."""
+def stop_session(
+    server_side_session_id: str, proc: Path = Path("/proc"), level: int = logging.INFO
+) -> int:
+    """Stop the daemons of one server-side session; how many were stopped (logged at
+    ``level``: a session of the gateway's own is no news to an operator)."""
     if not server_side_session_id:
         return 0
     stopped = [d for d in daemons(proc) if d.session == server_side_session_id]
     for daemon in stopped:
         _terminate(daemon.pid)
     if stopped:
-        log.info(
+        log.log(
+            level,
             "stopped %d Python worker daemon(s) of ended session %s",
             len(stopped),
             server_side_session_id,
