@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.errors import AnalysisException, SparkRuntimeException
 from pyspark.sql import DataFrame, SparkSession
 
@@ -381,3 +383,91 @@ def test_a_view_whose_rejects_table_was_dropped_fails_naming_it(
         )
     finally:
         spark.sql("DROP VIEW orphaned")
+
+
+SHAPES = ("collect", "union_filtered", "join_filtered", "count_filters", "pruned", "pruned_union",
+          "count", "limit")  # fmt: skip
+"""Queries on a reject scan: the scan once or twice, filtered or pruned, counted or cut."""
+
+
+@st.composite
+def dirty_layouts(draw: st.DrawFn) -> dict[str, list[list[str]]]:
+    """Folders ``a`` and ``b``, each of one to three json files whose records are good
+    (``{"id": n}``), of the wrong type (``{"id": "bad"}``) or malformed (``{"id": ``)."""
+    kinds = st.sampled_from(["good", "good", "cast", "malformed"])
+    return {
+        folder: draw(st.lists(st.lists(kinds, min_size=1, max_size=4), min_size=1, max_size=3))
+        for folder in ("a", "b")
+    }
+
+
+def written(root: Path, layout: dict[str, list[list[str]]]) -> dict[tuple[str, int], str]:
+    """The layout's files under ``root``; each bad record's (file, line) and error type."""
+    bad: dict[tuple[str, int], str] = {}
+    ids = iter(range(10**6))
+    for folder, files in layout.items():
+        (root / folder).mkdir(parents=True)
+        for index, kinds in enumerate(files):
+            name = f"{folder}/{index}.json"
+            text = {"good": lambda: json.dumps({"id": next(ids)}), "cast": lambda: '{"id": "bad"}',
+                    "malformed": lambda: '{"id": '}  # fmt: skip
+            (root / name).write_text("".join(text[kind]() + "\n" for kind in kinds))
+            for line, kind in enumerate(kinds, start=1):
+                if kind != "good":
+                    bad[(name, line)] = "CAST" if kind == "cast" else "MALFORMED RECORD"
+    return bad
+
+
+def shaped(shape: str, df: DataFrame) -> tuple[Any, set[str]]:
+    """The answer of ``shape`` on ``df`` (rows sorted, or a count) and the folders it reads."""
+    if shape == "collect":
+        return sorted(df.collect()), {"a", "b"}
+    if shape == "union_filtered":
+        return sorted(df.union(df.where("id > 1")).collect()), {"a", "b"}
+    if shape == "join_filtered":
+        return sorted(df.join(df.where("id > 0"), ["id", "dir0"]).collect()), {"a", "b"}
+    if shape == "count_filters":
+        return df.where("id = 0").union(df.where("id = 2")).count(), {"a", "b"}
+    if shape == "pruned":
+        return sorted(df.where("dir0 = 'a'").collect()), {"a"}
+    if shape == "pruned_union":
+        return sorted(df.where("dir0 = 'a'").union(df.where("dir0 = 'b'")).collect()), {"a", "b"}
+    if shape == "count":
+        return df.count(), {"a", "b"}
+    assert shape == "limit"
+    return len(df.limit(2).collect()), set()
+
+
+def test_random_query_shapes_keep_each_bad_record_once(spark: SparkSession, tmp_path: Path) -> None:
+    """Sequences of query shapes on a reject scan answer as under ``skip``; after each the
+    rejects table holds each bad record of the files read so far once (a ``limit`` may read
+    some files whole, or none)."""
+    runs = iter(range(10**6))
+
+    @settings(max_examples=4, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(dirty_layouts(), st.lists(st.sampled_from(SHAPES), min_size=2, max_size=3))
+    def sequence(layout: dict[str, list[list[str]]], shapes: list[str]) -> None:
+        run = next(runs)
+        root = tmp_path / f"run{run}"
+        bad = written(root, layout)
+        table = f"shapes_{run}"
+        scans = {
+            policy: connect_plugin.scan(
+                spark, str(root), format="json", schema="id BIGINT", on_error=policy,
+                rejects_table=table if policy == "reject" else None,
+            )
+            for policy in ("reject", "skip")
+        }  # fmt: skip
+        surely: set[str] = set()
+        for shape in shapes:
+            answer, reads = shaped(shape, scans["reject"])
+            assert answer == shaped(shape, scans["skip"])[0] or shape == "limit", shape
+            surely |= reads
+            kept = [(str(Path(r["file"]).relative_to(root)), r["line"]) for r in rejects_of(spark, table)]
+            assert len(kept) == len(set(kept)), f"{shape}: a bad record twice"
+            assert set(kept) <= set(bad), shape
+            assert {key for key in bad if key[0].split("/")[0] in surely} <= set(kept), shape
+        spark.sql(f"DROP TABLE {table}")
+
+    sequence()
