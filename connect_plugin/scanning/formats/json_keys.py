@@ -3,17 +3,22 @@
 pyarrow's json reader matches keys exactly: asked for ``id``, it leaves ``ID`` out, and a
 value would be lost in silence. So the reader keeps, per file, the spellings it has seen
 of each decoded column (at first the table's own), asks pyarrow for each of them, and
-before each block asks whether the block may hold another (``may_hide``): it counts each
-column's name between quotes in the block as it is and folded to lower case, and the
-counts differ when another spelling is there. What an ASCII fold cannot see (a column
-name outside ASCII, a key character written as a ``\\u`` escape, a character outside
-ASCII that folds into it) makes a block suspect too. A suspect block is parsed once with
-every key inferred, which shows its keys as pyarrow decodes them (``learn``); when that
-finds new spellings, the block is parsed again asking for them by their read types, since
-pyarrow's inference loses leading nulls of lists (apache/arrow#51305).
+before each block asks whether the block may hold another (``may_hide``). A block whose
+bytes have no upper-case letter cannot, when every spelling known is lower case; any
+other block is searched: a name in lower case no known spelling has, between quotes, or
+a quoted token around an upper-case letter that folds to a name but is no spelling of it
+known, is another spelling. What an ASCII
+fold cannot see (a column name outside ASCII, a key character written as a ``\\u``
+escape, a character outside ASCII that folds into it) makes a block suspect too. A
+suspect block is parsed once with every key inferred, which shows its keys as pyarrow
+decodes them (``learn``); when that finds new spellings, the block is parsed again asking
+for them by their read types, since pyarrow's inference loses leading nulls of lists
+(apache/arrow#51305).
 
-A count is a few passes of ``bytes.count`` over the block, against the seconds pyarrow
-takes to parse it.
+The first test is two passes over the block (``bytes.lower`` and a comparison), a few
+percent of what pyarrow takes to parse it; the search, a few numpy passes and the tokens
+around upper-case letters, costs more with more such letters (``python -m benchmarks
+scan`` measures the first; json with upper-case keys or text pays the second).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from connect_plugin.scanning.formats.base import Decode
@@ -36,6 +43,16 @@ _FOLDING_TO_ASCII = (b"\xe2\x84\xaa", b"\xc5\xbf", b"\xef\xac")
 Kelvin sign, the long s and the Latin ligatures (ff, fi, fl, ffi, ffl, st)."""
 
 
+Bytes = npt.NDArray[np.uint8]
+
+_QUOTE = ord('"')
+_A = np.uint8(ord("A"))
+_LETTERS = np.uint8(26)
+_LOWER = np.arange(256, dtype=np.uint8)
+_LOWER[ord("A") : ord("Z") + 1] += ord("a") - ord("A")
+"""Each byte with ASCII letters folded to lower case, as a lookup table."""
+
+
 class JsonKeys:
     """The spellings of each decoded column seen so far in one file."""
 
@@ -46,16 +63,22 @@ class JsonKeys:
         self.members = {name for f in decode.fields for name in _member_names(f.type)}
         names = [*self.wanted, *self.members]
         self._folded_ascii = all(name.isascii() for name in names)
-        self._probes = self._make_probes()
+        self._make_probes()
 
-    def _make_probes(self) -> list[tuple[bytes, list[bytes]]]:
-        """Per name lowered, its quoted form and every quoted spelling of it known."""
+    def _make_probes(self) -> None:
+        """Per length, each name lowered with every spelling of it known, as bytes; and the
+        quoted lower-case names no spelling has (a variant without an upper-case letter)."""
         known: dict[str, set[str]] = {}
         for name in [*self.members, *(s for each in self.spellings.values() for s in each)]:
             known.setdefault(name.lower(), set()).add(name)
-        return [
-            (b'"' + lowered.encode() + b'"', [b'"' + name.encode() + b'"' for name in names])
-            for lowered, names in known.items()
+        self._lower_case = all(lowered in names for lowered, names in known.items())
+        self._by_length: dict[int, list[tuple[Bytes, list[Bytes]]]] = {}
+        for lowered, names in known.items():
+            exact = [np.frombuffer(name.encode(), np.uint8) for name in names]
+            entry = (np.frombuffer(lowered.encode(), np.uint8), exact)
+            self._by_length.setdefault(len(lowered.encode()), []).append(entry)
+        self._unspelled = [
+            b'"' + lowered.encode() + b'"' for lowered, names in known.items() if lowered not in names
         ]
 
     def read_fields(self) -> list[pa.Field]:
@@ -69,18 +92,47 @@ class JsonKeys:
     def may_hide(self, block: bytes) -> bool:
         """Whether the block may spell a decoded column, or a member of one, in a way not
         seen yet."""
-        if not self._probes:
+        if not self._by_length:
             return False
         if not self._folded_ascii:
             return True
-        if b"\\u" in block and _ESCAPED_KEY_CHARACTER.search(block):
+        if b"\\" in block and _ESCAPED_KEY_CHARACTER.search(block):
             return True
         if not block.isascii() and any(mark in block for mark in _FOLDING_TO_ASCII):
             return True
-        lowered = block.lower()
-        for folded, exact in self._probes:
-            if lowered.count(folded) != sum(block.count(spelled) for spelled in exact):
-                return True
+        if self._lower_case and block.lower() == block:
+            return False
+        if any(quoted in block for quoted in self._unspelled):
+            return True
+        return self._upper_case_tokens_hide(block)
+
+    def _upper_case_tokens_hide(self, block: bytes) -> bool:
+        """Whether a quoted token with an upper-case letter folds to a name without being a
+        spelling of it known: found by numpy, token by token around each such letter."""
+        data = np.frombuffer(block, np.uint8)
+        upper = np.flatnonzero((data - _A) < _LETTERS)
+        quotes = np.flatnonzero(data == _QUOTE)
+        if not upper.size or quotes.size < 2:
+            return False
+        closing = np.searchsorted(quotes, upper)
+        closing = np.unique(closing[(closing > 0) & (closing < quotes.size)])
+        starts = quotes[closing - 1] + 1
+        lengths = quotes[closing] - starts
+        for length, entries in self._by_length.items():
+            at = starts[lengths == length]
+            if not at.size:
+                continue
+            tokens = data[at[:, None] + np.arange(length)]
+            lowered = _LOWER[tokens]
+            for name, exact in entries:
+                found = tokens[(lowered == name).all(axis=1)]
+                if not found.size:
+                    continue
+                spelled = np.zeros(len(found), dtype=bool)
+                for spelling in exact:
+                    spelled |= (found == spelling).all(axis=1)
+                if not spelled.all():
+                    return True
         return False
 
     def learn(self, schema: pa.Schema) -> bool:
@@ -103,7 +155,7 @@ class JsonKeys:
                 self.spellings[column].append(found.name)
                 new = True
         if new:
-            self._probes = self._make_probes()
+            self._make_probes()
         return new
 
 
