@@ -9,6 +9,10 @@ keep state between the queries of a sequence, and wrong answers hide there.
 fail the query (``on_error="fail"``), whether the query has to read one:
 only a filter on a partition or file column can rule a file out, since
 those have one value per file; a row limit may stop before any bad record.
+
+A sequence may change the files once between its queries (``Change``: a
+file deleted or added), never while the scan is cached and never followed
+by a new scan: every later query must read the files there are then.
 """
 
 from __future__ import annotations
@@ -22,11 +26,17 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.scan_differential.datasets import (
+    CLASH,
     GHOST,
     IMPLICIT_COLUMNS,
+    RESCUED,
     DataFile,
     DataSet,
     Value,
+    added_file,
+    canonical,
+    data_sets,
+    fold,
 )
 
 STEP_KINDS = (
@@ -194,8 +204,17 @@ class Rescan:
     """A new ``scan()`` with the same arguments / ``CREATE OR REPLACE`` of the same view."""
 
 
+@dataclass(frozen=True)
+class Change:
+    """The files change after planning: file ``delete`` (an index of the data set's files)
+    goes, or file ``add`` comes."""
+
+    delete: int | None = None
+    add: DataFile | None = None
+
+
 Query = Rows | Count | GroupCount | Distinct | Limit | Union | SelfJoin
-Step = Query | Cache | Unpersist | Rescan
+Step = Query | Cache | Unpersist | Rescan | Change
 
 
 def reference_sql(query: Query, view: str, columns: Sequence[str], quote: str) -> str:
@@ -241,28 +260,38 @@ def _sql(query: Query, view: str, listed: str, quote: str, with_limit: bool) -> 
     )
 
 
-def needs_bad_file(query: Query, data_set: DataSet, root: Path) -> bool:
-    """Whether the query must read a record of a file with bad records (see the module)."""
+def needs_bad_file(
+    query: Query, data_set: DataSet, root: Path, bad: Sequence[DataFile] | None = None
+) -> bool:
+    """Whether the query must read a record of a file with bad records (see the module);
+    ``bad`` are those files where they are not the data set's own (after a ``Change``)."""
+    bad_files = data_set.bad_files() if bad is None else tuple(bad)
     if isinstance(query, Limit):
         return False
     if isinstance(query, Union):
-        return _reads_bad(query.left, data_set, root) or _reads_bad(query.right, data_set, root)
+        return _reads_bad(query.left, data_set, root, bad_files) or _reads_bad(
+            query.right, data_set, root, bad_files
+        )
     if isinstance(query, SelfJoin):
-        return _reads_bad(query.left, data_set, root) and _reads_bad(query.right, data_set, root)
+        return _reads_bad(query.left, data_set, root, bad_files) and _reads_bad(
+            query.right, data_set, root, bad_files
+        )
     data_preds = [
         p for p in query.where if isinstance(p, Both) or not is_file_column(data_set, p.column)
     ]
     if len(data_preds) > 1:
         return False
-    return _reads_bad(query.where, data_set, root)
+    return _reads_bad(query.where, data_set, root, bad_files)
 
 
-def _reads_bad(where: Filter, data_set: DataSet, root: Path) -> bool:
+def _reads_bad(
+    where: Filter, data_set: DataSet, root: Path, bad_files: Sequence[DataFile]
+) -> bool:
     """Whether some bad file passes every predicate of ``where`` on per-file columns (never,
     said of a ``Both``, whose verdict on a file may depend on its rows)."""
     if any(isinstance(p, Both) for p in where):
         return False
-    for data_file in data_set.bad_files():
+    for data_file in bad_files:
         verdicts = [
             p.on_file(file_value(data_set, data_file, p.column, root))
             for p in where
@@ -274,15 +303,20 @@ def _reads_bad(where: Filter, data_set: DataSet, root: Path) -> bool:
 
 
 def is_file_column(data_set: DataSet, column: str) -> bool:
-    """Columns with one value per file: partition and implicit columns."""
-    return column in IMPLICIT_COLUMNS or column in data_set.partition_columns() or (
-        data_set.partitioning == "dirs" and re.fullmatch(r"dir\d+", column) is not None
+    """Columns with one value per file: partition and implicit columns, unless a column of
+    the data has the name (the data's column wins)."""
+    name = fold(column)
+    if name in data_set.data_columns() and name not in data_set.partition_columns():
+        return False
+    return name in IMPLICIT_COLUMNS or name in data_set.partition_columns() or (
+        data_set.partitioning == "dirs" and re.fullmatch(r"dir\d+", name) is not None
     )
 
 
 def file_value(data_set: DataSet, data_file: DataFile, column: str, root: Path) -> Value:
     """The value a per-file column has for every row of ``data_file``."""
     path = root / data_file.relative(data_set)
+    column = fold(column)
     if column == "filename":
         return path.name
     if column == "filepath":
@@ -301,19 +335,23 @@ def file_value(data_set: DataSet, data_file: DataFile, column: str, root: Path) 
 def column_values(data_set: DataSet, column: str) -> list[Value]:
     """Values a filter on ``column`` may compare with: those in the data, as the scan types them."""
     if is_file_column(data_set, column):
-        if column in ("filepath", "fqn"):
+        if fold(column) in ("filepath", "fqn"):
             return []
         placeholder = Path("/root")
         return [file_value(data_set, f, column, placeholder) for f in data_set.files]
+    element = re.fullmatch(r"columns\[(\d+)\]", fold(column))
+    name = canonical(column)
     values = [
-        row[data_file.columns.index(column)]
+        row[int(element.group(1))] if element else row[data_file.columns.index(name)]
         for data_file in data_set.files
-        if column in data_file.columns
+        if element or name in data_file.columns
         for row in data_file.rows
+        if not element or int(element.group(1)) < len(row)
     ]
+    values = [v for v in values if v != CLASH and not isinstance(v, list)]
     if data_set.format == "csv":
         return [_as_csv_text(v) for v in values if v is not None] or ["a"]
-    placeholder: Value = {"id": 0, "qty": 0, "ok": True}.get(column, "a")
+    placeholder: Value = {"id": 0, "qty": 0, "ok": True}.get(name, "a")
     return [v for v in values if v is not None] or [placeholder]
 
 
@@ -328,9 +366,10 @@ def preds(draw: st.DrawFn, data_set: DataSet, column: str) -> Pred:
     """A predicate on ``column`` that the column's type allows, its values from the data."""
     values = column_values(data_set, column)
     negated = draw(st.integers(0, 4)) == 0
-    if column in ("filepath", "fqn"):
+    if fold(column) in ("filepath", "fqn"):
         folder = draw(st.sampled_from([f for d in data_set.files for f in d.folders] or ["x"]))
-        return Pred(column, "like", f"%/{folder}" + ("" if column == "filepath" else "/%"), negated)
+        ending = "" if fold(column) == "filepath" else "/%"
+        return Pred(column, "like", f"%/{folder}" + ending, negated)
     kinds = {type(v) for v in values}
     is_bool = kinds == {bool}
     ops = ("=", "is null") if is_bool else OPS if kinds == {str} else OPS[:-1]
@@ -346,11 +385,22 @@ def preds(draw: st.DrawFn, data_set: DataSet, column: str) -> Pred:
     return Pred(column, op, value, negated)
 
 
+def scalar_columns(data_set: DataSet) -> list[str]:
+    """The columns a filter or a group may name: not lists, the rescued column or the ghost."""
+    lists = ("columns", "tags")
+    return [
+        c for c in data_set.columns()
+        if fold(c) not in (fold(GHOST), fold(RESCUED)) and canonical(c) not in lists
+    ]  # fmt: skip
+
+
 @st.composite
 def filters(draw: st.DrawFn, data_set: DataSet) -> Filter:
     """No filter, or one or two predicates, mostly on partition and file columns; some
     joined with another predicate on any column, mostly under a NOT."""
-    columns = [c for c in data_set.columns() if c != GHOST]
+    columns = scalar_columns(data_set)
+    if not columns:
+        return ()
     per_file = [c for c in columns if is_file_column(data_set, c)]
     count = draw(st.sampled_from((0, 1, 1, 2)))
     picked: list[Pred | Both] = []
@@ -367,8 +417,13 @@ def filters(draw: st.DrawFn, data_set: DataSet) -> Filter:
 
 @st.composite
 def steps(draw: st.DrawFn, data_set: DataSet) -> Step:
-    columns = [c for c in data_set.columns() if c != GHOST]
-    kind = draw(st.sampled_from(STEP_KINDS))
+    if not data_set.columns():
+        return Count(draw(filters(data_set)))
+    scalars = scalar_columns(data_set)
+    joinable = [c for c in data_set.columns() if fold(c) != fold(RESCUED)]
+    has_id = any(fold(c) == "id" for c in data_set.columns())
+    kinds = [k for k in STEP_KINDS if (k != "join" or has_id) and (scalars or k not in GROUPED)]
+    kind = draw(st.sampled_from(kinds))
     if kind == "cache":
         return Cache()
     if kind == "unpersist":
@@ -379,18 +434,53 @@ def steps(draw: st.DrawFn, data_set: DataSet) -> Step:
         left, right = draw(filters(data_set)), draw(filters(data_set))
         if kind == "union":
             return Union(left, right)
-        return SelfJoin(draw(st.sampled_from(columns)), left, right)
+        return SelfJoin(draw(st.sampled_from(joinable)), left, right)
     where = draw(filters(data_set))
     if kind == "group":
-        return GroupCount(draw(st.sampled_from(columns)), where)
+        return GroupCount(draw(st.sampled_from(scalars)), where)
     if kind == "distinct":
-        picked = draw(st.lists(st.sampled_from(columns), min_size=1, max_size=2, unique=True))
+        picked = draw(st.lists(st.sampled_from(scalars), min_size=1, max_size=2, unique=True))
         return Distinct(tuple(picked), where)
     if kind == "limit":
         return Limit(draw(st.integers(0, 5)), where)
     return Rows(where) if kind == "rows" else Count(where)
 
 
-def sequences(data_set: DataSet) -> st.SearchStrategy[tuple[Step, ...]]:
-    """2-7 steps on one scan, never starting with a state change that does nothing."""
-    return st.lists(steps(data_set), min_size=2, max_size=7).map(tuple)
+GROUPED = ("group", "distinct")
+
+
+@st.composite
+def sequences(draw: st.DrawFn, data_set: DataSet) -> tuple[Step, ...]:
+    """2-7 steps on one scan, and maybe one change of the files between them (not while
+    the scan is cached, and no new scan after it)."""
+    drawn = draw(st.lists(steps(data_set), min_size=2, max_size=7))
+    if draw(st.integers(0, 3)) > 0:
+        return tuple(drawn)
+    cached = False
+    free = []
+    for position, step in enumerate(drawn):
+        if not cached:
+            free.append(position)
+        cached = isinstance(step, Cache) or (cached and not isinstance(step, Unpersist))
+    if not cached:
+        free.append(len(drawn))
+    at = draw(st.sampled_from(free))
+    if len(data_set.files) > 1 and draw(st.booleans()):
+        change = Change(delete=draw(st.integers(0, len(data_set.files) - 1)))
+    else:
+        change = Change(add=added_file(data_set, draw, 0))
+    after = [step for step in drawn[at:] if not isinstance(step, Rescan)]
+    return (*drawn[:at], change, *after)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A data set and the steps run on one scan of it (``frame``: a DataFrame; ``view``: SQL)."""
+
+    data_set: DataSet
+    steps: tuple[Step, ...]
+
+
+def cases() -> st.SearchStrategy[Case]:
+    """A data set, then a sequence of steps on one scan of it."""
+    return data_sets().flatmap(lambda d: sequences(d).map(lambda steps: Case(d, steps)))

@@ -4,8 +4,13 @@ Each reference is a view with the scan's column names: data columns by
 name (absent ones as nulls), partition columns (hive keys as each reader
 types them; ``dirN`` derived from the file path, which neither reader
 offers), and the implicit file columns, derived from the path too (Spark:
-``_metadata``; DuckDB: its ``filename`` column). csv is read as text
+``_metadata``; DuckDB: its ``filename`` column), unless a column of the data
+has the name (the data's column wins, as in the scan). csv is read as text
 everywhere, since the scan keeps csv fields as strings (Drill's rule).
+
+A view is made over the files there are (a ``Change`` makes it anew) in the
+terms of the scan as it was planned (``planned``): its columns, their
+spellings, the columns a rescue scan keeps.
 
 A reference declines what it cannot express in the scan's terms
 (``supports``), and the comparison then relies on the other one:
@@ -14,23 +19,37 @@ A reference declines what it cannot express in the scan's terms
   whose files have different headers (Spark maps fields by position) or
   read without ``nullValue ''`` (Spark reads an empty field as null) or
   with bad rows (whether Spark finds a short row depends on the projected
-  columns); parquet whose ``qty`` widens (``mergeSchema`` refuses long and
-  double).
+  columns); headerless csv; parquet whose ``qty`` widens (``mergeSchema``
+  refuses long and double); names in other cases (its readers refuse keys
+  that differ only in case, ``COLUMN_ALREADY_EXISTS``), text clashing with
+  numbers (its inference makes the column a string), byte order marks,
+  rescued data.
 - DuckDB: csv long rows under ``on_error="null"`` (never drawn).
 
-Bad records: ``skip`` is Spark's ``DROPMALFORMED`` and DuckDB's
-``ignore_errors`` (which keeps a malformed json line as a row of nulls,
-dropped here by its null ``id``: a good record always has one); ``null``
-is Spark's ``PERMISSIVE`` and DuckDB's ``ignore_errors`` (json) or
+DuckDB keeps each spelling of a key as a column of its own (``name``,
+``NAME_1``): the view makes one column of them (``coalesce``), as the scan
+does. A record giving ``name`` two values (a twin) and a ``qty`` that is
+text (a clash) are bad records of the scan wherever the column is read:
+the view drops them (``skip``, ``reject``, and ``fail``, whose queries that
+read them must fail) or nulls the column (``null``), by their ids. DuckDB
+types such a ``qty`` as text; the view casts it back to the scan's number.
+Under rescue the rescued column is the struct of the columns the first file
+does not have (compared with the scan's JSON object, file key left out).
+
+Bad records: ``skip`` and ``reject`` are Spark's ``DROPMALFORMED`` and
+DuckDB's ``ignore_errors`` (which keeps a malformed json line as a row of
+nulls, dropped here by its null ``id``: a good record always has one);
+``null`` is Spark's ``PERMISSIVE`` and DuckDB's ``ignore_errors`` (json) or
 ``null_padding`` (csv short rows). Under ``fail`` the references read as
 under ``skip``, and whether the query must fail is decided from where the
 bad records are (``queries.needs_bad_file``): Spark's ``FAILFAST`` and
 DuckDB both count rows without judging them, so neither fails where it
-should.
+should. A file in UTF-16 is read by neither: a query of the scan that reads it must fail.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,10 +58,24 @@ from typing import Any, Protocol
 import duckdb
 from pyspark.sql import SparkSession
 
-from tests.scan_differential.datasets import GHOST, DataSet
+from tests.scan_differential.datasets import (
+    DATA_COLUMNS,
+    GHOST,
+    RESCUED,
+    DataFile,
+    DataSet,
+    canonical,
+    fold,
+)
 
-SPARK_MODES = {"fail": "DROPMALFORMED", "skip": "DROPMALFORMED", "null": "PERMISSIVE"}
+SPARK_MODES = {
+    "fail": "DROPMALFORMED",
+    "skip": "DROPMALFORMED",
+    "reject": "DROPMALFORMED",
+    "null": "PERMISSIVE",
+}
 QUOTES = {"spark": "`", "duckdb": '"'}
+_ELEMENT = re.compile(r"columns\[(\d+)\]")
 
 
 class Reference(Protocol):
@@ -54,6 +87,14 @@ class Reference(Protocol):
 
 
 def spark_supports(data_set: DataSet) -> bool:
+    edges = (
+        data_set.rescue
+        or data_set.headerless
+        or any(f.spellings or f.respelled or f.mark or f.clash_ids() for f in data_set.files)
+        or any(bad.kind == "twin" for f in data_set.files for bad in f.bad)
+    )
+    if edges:
+        return False
     if data_set.format == "json":
         return data_set.layout != "documents"
     if data_set.format == "csv":
@@ -66,6 +107,14 @@ def spark_supports(data_set: DataSet) -> bool:
         if "qty" in f.columns
         for row in f.rows
     )
+
+
+def _dir(column: str, data_set: DataSet) -> int | None:
+    """``n`` for a ``dirN`` the scan derives from folders (not a column of the data)."""
+    match = re.fullmatch(r"dir(\d+)", fold(column))
+    if match is None or data_set.partitioning != "dirs" or fold(column) in data_set.data_columns():
+        return None
+    return int(match.group(1))
 
 
 class SparkReference:
@@ -90,7 +139,7 @@ class SparkReference:
             reader = reader.option("recursiveFileLookup", "true")
         frame = reader.load(str(root))
         prefix = len(f"file:{root}/")
-        present = set(frame.columns)
+        present = {fold(c): c for c in frame.columns}
         path = f"substring(_metadata.file_path, {prefix + 1})"
         derived = {
             "filename": "_metadata.file_name",
@@ -102,18 +151,20 @@ class SparkReference:
         }
         expressions = []
         for column in data_set.columns():
-            if column in present:
-                expressions.append(f"`{column}`")
-            elif column.startswith("dir") and data_set.partitioning == "dirs":
-                index = int(column[3:])
+            index = _dir(column, data_set)
+            if fold(column) in present:
+                expressions.append(f"`{present[fold(column)]}` AS `{column}`")
+            elif index is not None:
                 parts = f"split({path}, '/')"
                 expressions.append(
                     f"CASE WHEN size({parts}) > {index + 1} THEN element_at({parts}, {index + 1}) "
                     f"END AS `{column}`"
                 )
             else:
-                expressions.append(f"{derived.get(column, 'CAST(NULL AS STRING)')} AS `{column}`")
-        frame.selectExpr(*expressions).createOrReplaceTempView(self.view)
+                expression = derived.get(fold(column), "CAST(NULL AS STRING)")
+                expressions.append(f"{expression} AS `{column}`")
+        selected = frame.selectExpr(*expressions) if expressions else frame.select()
+        selected.createOrReplaceTempView(self.view)
 
     def run(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self._spark.sql(sql).collect()]
@@ -129,36 +180,25 @@ class DuckDBReference:
     quote = '"'
 
     def __init__(
-        self, connection: duckdb.DuckDBPyConnection, data_set: DataSet, root: Path, paths: Sequence[Path]
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        planned: DataSet,
+        root: Path,
+        files: Sequence[DataFile],
     ) -> None:
         self._connection = connection
         self.view = f"ref_{uuid.uuid4().hex[:12]}"
-        files = "[" + ", ".join(f"'{p}'" for p in paths) + "]"
-        hive = "true" if data_set.partitioning == "hive" else "false"
-        common = f"union_by_name = true, hive_partitioning = {hive}, filename = '_path'"
-        bad = bool(data_set.bad_files())
-        keep_good = ""
-        if data_set.format == "json":
-            layout = {"lines": "newline_delimited", "array": "array", "documents": "unstructured"}
-            errors = ", ignore_errors = true" if bad else ""
-            source = f"read_json({files}, format = '{layout[data_set.layout]}', {common}{errors})"
-            if bad and data_set.on_error != "null":
-                keep_good = ' WHERE "id" IS NOT NULL'
-        elif data_set.format == "csv":
-            nulls = "" if data_set.empty_is_null else ", nullstr = '\x01'"
-            errors = ""
-            if bad:
-                errors = (
-                    ", null_padding = true" if data_set.on_error == "null" else ", ignore_errors = true"
-                )
-            source = (
-                f"read_csv({files}, header = true, all_varchar = true, delim = ',', quote = '\"', "
-                f"escape = '\"', {common}{nulls}{errors})"
-            )
-        else:
-            source = f"read_parquet({files}, {common})"
+        readable = [f for f in files if f.mark != "utf-16"]
+        self._planned = planned
+        self._files = readable
+        paths = [root / f.relative(planned) for f in readable]
+        listed = "[" + ", ".join(f"'{p}'" for p in paths) + "]"
+        source = self._source(listed)
         described = connection.sql(f"SELECT * FROM {source} LIMIT 0").columns
-        present = {c for c in described if c != "_path"}
+        self._variants: dict[str, list[str]] = {}
+        for name in described:
+            if name != "_path":
+                self._variants.setdefault(canonical(name), []).append(name)
         relative = f"substr(_path, {len(str(root)) + 2})"
         derived = {
             "filename": "regexp_extract(_path, '[^/]*$')",
@@ -167,19 +207,131 @@ class DuckDBReference:
             "suffix": "regexp_extract(_path, '[.]([^./]*)$', 1)",
         }
         expressions = []
-        for column in data_set.columns():
-            if column in present:
-                expressions.append(f'"{column}"')
-            elif column.startswith("dir") and data_set.partitioning == "dirs":
-                index = int(column[3:])
+        for column in planned.columns():
+            index = _dir(column, planned)
+            data = self._data(column)
+            if data is not None:
+                expressions.append(f'{data} AS "{column}"')
+            elif index is not None:
                 parts = f"string_split({relative}, '/')"
                 expressions.append(
                     f'CASE WHEN len({parts}) > {index + 1} THEN {parts}[{index + 1}] END AS "{column}"'
                 )
             else:
-                expressions.append(f"{derived.get(column, 'CAST(NULL AS VARCHAR)')} AS \"{column}\"")
+                expression = derived.get(fold(column), "CAST(NULL AS VARCHAR)")
+                expressions.append(f'{expression} AS "{column}"')
+        listed_columns = ", ".join(expressions) or "1 AS _row"
         connection.execute(
-            f"CREATE VIEW {self.view} AS SELECT {', '.join(expressions)} FROM {source}{keep_good}"
+            f"CREATE VIEW {self.view} AS SELECT {listed_columns} FROM {source}{self._kept()}"
+        )
+
+    def _source(self, listed: str) -> str:
+        planned = self._planned
+        hive = "true" if planned.partitioning == "hive" else "false"
+        common = f"union_by_name = true, hive_partitioning = {hive}, filename = '_path'"
+        malformed = any(b.kind != "twin" for f in self._files for b in f.bad)
+        if planned.format == "json":
+            layout = {"lines": "newline_delimited", "array": "array", "documents": "unstructured"}
+            errors = ", ignore_errors = true" if malformed else ""
+            return f"read_json({listed}, format = '{layout[planned.layout]}', {common}{errors})"
+        if planned.format == "csv":
+            nulls = "" if planned.empty_is_null else ", nullstr = '\x01'"
+            errors = ""
+            if malformed:
+                errors = (
+                    ", null_padding = true" if planned.on_error == "null" else ", ignore_errors = true"
+                )
+            header = "false" if planned.headerless else "true"
+            return (
+                f"read_csv({listed}, header = {header}, all_varchar = true, delim = ',', "
+                f"quote = '\"', escape = '\"', {common}{nulls}{errors})"
+            )
+        return f"read_parquet({listed}, {common})"
+
+    def _twins(self) -> list[int]:
+        if not self._planned.decodes("name"):
+            return []
+        return [b.id for f in self._files for b in f.bad if b.kind == "twin"]
+
+    def _clashes(self) -> list[int]:
+        if not self._planned.decodes("qty") or self._planned.rescue:
+            return []
+        return [row_id for f in self._files for row_id in f.clash_ids()]
+
+    def _kept(self) -> str:
+        """The WHERE clause of the rows the scan keeps (all, under ``null``)."""
+        if self._planned.on_error == "null":
+            return ""
+        conditions = []
+        row_id = self._value("id") or '"id"'
+        if self._planned.format == "json" and any(b.kind != "twin" for f in self._files for b in f.bad):
+            conditions.append(f"{row_id} IS NOT NULL")
+        dropped = self._twins() + self._clashes()
+        if dropped:
+            conditions.append(f'{row_id} NOT IN ({", ".join(map(str, dropped))})')
+        return f" WHERE {' AND '.join(conditions)}" if conditions else ""
+
+    def _value(self, column: str) -> str | None:
+        """One data column of the files, its spellings made one; None when no file has it."""
+        variants = self._variants.get(column)
+        if not variants:
+            return None
+        quoted = [f'"{name}"' for name in variants]
+        return quoted[0] if len(quoted) == 1 else f"coalesce({', '.join(quoted)})"
+
+    def _data(self, column: str) -> str | None:
+        """The expression of an output column that is a column of the data or a hive key,
+        else None."""
+        planned = self._planned
+        if planned.partitioning == "hive" and fold(column) in planned.partition_columns():
+            return self._value(fold(column)) or "NULL"
+        if planned.headerless:
+            element = _ELEMENT.fullmatch(fold(column))
+            width = len(planned.files[0].columns)
+            if fold(column) == "columns":
+                return "[" + ", ".join(f'"column{i}"' for i in range(width)) + "]"
+            if element is not None:
+                index = int(element.group(1))
+                return f'"column{index}"' if index < width else "CAST(NULL AS VARCHAR)"
+            return None
+        if fold(column) == fold(RESCUED) and planned.rescue:
+            return self._rescued()
+        name = canonical(column)
+        if name not in planned.data_columns():
+            return None
+        value = self._value(name)
+        if value is None:
+            return "NULL"
+        if name == "qty" and self._fractional():
+            value = f"TRY_CAST({value} AS DOUBLE)"
+        elif name == "qty" and self._clash_in_files():
+            value = f"TRY_CAST({value} AS BIGINT)"
+        if planned.on_error == "null":
+            nulled = self._twins() if name == "name" else self._clashes() if name == "qty" else []
+            if nulled:
+                row_id = self._value("id") or '"id"'
+                value = f'CASE WHEN {row_id} IN ({", ".join(map(str, nulled))}) THEN NULL ELSE {value} END'
+        return value
+
+    def _rescued(self) -> str:
+        fixed = self._planned.fixed() or ()
+        members = [
+            f'"{name}" := {self._value(name)}'
+            for name in self._variants
+            if name not in fixed and name in DATA_COLUMNS
+        ]
+        return f"struct_pack({', '.join(members)})" if members else "CAST(NULL AS VARCHAR)"
+
+    def _clash_in_files(self) -> bool:
+        return any(f.clash_ids() for f in self._files)
+
+    def _fractional(self) -> bool:
+        """Whether the scan planned ``qty`` as a double (a file had a fraction then)."""
+        return any(
+            isinstance(row[f.columns.index("qty")], float)
+            for f in self._planned.files
+            if "qty" in f.columns
+            for row in f.rows
         )
 
     def run(self, sql: str) -> list[tuple[Any, ...]]:

@@ -1,10 +1,13 @@
 """Running one case: a data set written to disk, a scan of it, and a sequence of queries compared.
 
 Results are compared as multisets of rows, values normalised so that the
-readers' deliberate differences do not count: every number as a float of
-12 significant digits (the scan widens int to bigint and hive keys to
-bigint, Spark reads hive keys as int, DuckDB as BIGINT), booleans and
-text as they are. A ``Limit`` is compared by its size and as a
+readers' deliberate differences do not count: a whole number as an exact
+integer, whatever type holds it (the scan widens int to bigint and hive
+keys to bigint, Spark reads hive keys as int, DuckDB as BIGINT; an integer
+past 2^53 held by a double is compared as the double holds it), any other
+number as a float of 12 significant digits, booleans and text as they are,
+lists item by item, the rescued column (the scan's JSON object, DuckDB's
+struct) by its keys folded and the values that are not null. A ``Limit`` is compared by its size and as a
 sub-multiset of the unlimited reference rows. A step where the scan and a
 reference differ raises ``Disagreement``, whose message is the whole
 reproduction (``Case`` literal, files, steps) and whose ``signature``
@@ -13,12 +16,12 @@ groups finds of one kind.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -28,9 +31,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import connect_plugin
-from tests.scan_differential.datasets import DataSet
+from tests.scan_differential.datasets import RESCUED, DataFile, DataSet, fold
 from tests.scan_differential.queries import (
     Cache,
+    Case,
+    Change,
     Count,
     Distinct,
     GroupCount,
@@ -38,7 +43,6 @@ from tests.scan_differential.queries import (
     Query,
     Rescan,
     Rows,
-    Step,
     Union,
     Unpersist,
     needs_bad_file,
@@ -55,14 +59,6 @@ from tests.scan_differential.references import (
 
 SHOWN_ROWS = 12
 Normalised = tuple[Any, ...]
-
-
-@dataclass(frozen=True)
-class Case:
-    """A data set and the steps run on one scan of it (``frame``: a DataFrame; ``view``: SQL)."""
-
-    data_set: DataSet
-    steps: tuple[Step, ...]
 
 
 class Disagreement(AssertionError):
@@ -84,11 +80,28 @@ class Tally:
 def normalise(value: Any) -> Any:
     if value is None or isinstance(value, bool | str):
         return value
-    if isinstance(value, int | float | Decimal):
-        return float(f"{float(value):.12g}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float | Decimal):
+        number = float(value)
+        if number.is_integer():
+            return int(number)
+        return float(f"{number:.12g}")
     if isinstance(value, list | tuple):
         return tuple(normalise(v) for v in value)
+    if isinstance(value, dict):
+        found = tuple(sorted((fold(k), normalise(v)) for k, v in value.items() if v is not None))
+        return found or None
     return str(value)
+
+
+def rescued_object(text: str | None) -> dict[str, Any] | None:
+    """The scan's rescued JSON object without its file key, as DuckDB's struct compares."""
+    if text is None:
+        return None
+    found: dict[str, Any] = json.loads(text)
+    found.pop("_file_path", None)
+    return found
 
 
 def _rows(rows: Sequence[Sequence[Any]]) -> Counter[Normalised]:
@@ -98,30 +111,39 @@ def _rows(rows: Sequence[Sequence[Any]]) -> Counter[Normalised]:
 class ScanUnderTest:
     """The scan, one DataFrame (``frame``) or one SQL view (``view``), queried step after step."""
 
-    def __init__(self, spark: SparkSession, data_set: DataSet, root: Path, route: str) -> None:
+    def __init__(
+        self, spark: SparkSession, data_set: DataSet, root: Path, route: str, plan: bool = True
+    ) -> None:
         self.spark, self.data_set, self.root, self.route = spark, data_set, root, route
         self.view = f"scan_{uuid.uuid4().hex[:12]}"
+        self.rejects = f"rejects_{uuid.uuid4().hex[:12]}" if data_set.on_error == "reject" else None
         self.frame: DataFrame | None = None
-        self.rescan()
+        if plan:
+            self.rescan()
 
     def rescan(self) -> None:
         data_set = self.data_set
+        chosen: dict[str, Any] = {
+            "partitioning": data_set.partitioning,
+            "on_error": data_set.on_error,
+            "rejects_table": self.rejects,
+            "evolution": "rescue" if data_set.rescue else None,
+            "sample_bytes": data_set.sample_bytes,
+        }
         if self.route == "frame":
             self.frame = connect_plugin.scan(
                 self.spark,
                 str(self.root),
                 format=data_set.format,
-                partitioning=data_set.partitioning,
                 columns=None if data_set.projection is None else list(data_set.projection),
-                on_error=data_set.on_error,
                 options=data_set.options() or None,
+                **chosen,
             )
             return
         options = {
             "path": str(self.root),
             "format": data_set.format,
-            "partitioning": data_set.partitioning,
-            "on_error": data_set.on_error,
+            **{key: str(value) for key, value in chosen.items() if value is not None},
             **data_set.options(),
         }
         if data_set.projection is not None:
@@ -155,7 +177,7 @@ class ScanUnderTest:
         else:
             result = self._frame_rows(query)
         if isinstance(query, Rows | Limit | Union):
-            return [tuple(row.asDict()[c] for c in wanted) for row in result]
+            return [tuple(_value(row.asDict(), c) for c in wanted) for row in result]
         if isinstance(query, Count) and isinstance(result, int):
             return [(result,)]
         return [tuple(row) for row in result]
@@ -189,21 +211,37 @@ class ScanUnderTest:
             self.spark.catalog.dropTempView(self.view)
         elif self.frame is not None:
             self.frame.unpersist()
+        if self.rejects is not None:
+            self.spark.sql(f"DROP TABLE IF EXISTS {self.rejects}").collect()
 
 
-@contextmanager
-def references(
-    spark: SparkSession, connection: duckdb.DuckDBPyConnection, data_set: DataSet, root: Path,
-    paths: Sequence[Path],
-) -> Iterator[list[Reference]]:  # fmt: skip
-    made: list[SparkReference | DuckDBReference] = [
-        DuckDBReference(connection, data_set, root, paths)
-    ]
-    try:
-        if spark_supports(data_set):
-            made.append(SparkReference(spark, data_set, root))
-        yield list(made)
-    finally:
+def _value(row: dict[str, Any], column: str) -> Any:
+    """A column of a row of the scan; the rescued column as the object it holds."""
+    value = row[column]
+    return rescued_object(value) if fold(column) == fold(RESCUED) else value
+
+
+class References:
+    """The references over the files there are, in the terms of the scan as it was planned
+    (``data_set``); made anew when the files change."""
+
+    def __init__(
+        self, spark: SparkSession, connection: duckdb.DuckDBPyConnection, data_set: DataSet,
+        root: Path,
+    ) -> None:  # fmt: skip
+        self._spark, self._connection, self._data_set, self._root = spark, connection, data_set, root
+        self.made: list[SparkReference | DuckDBReference] = []
+
+    def over(self, files: Sequence[DataFile]) -> list[Reference]:
+        self.drop()
+        data_set = self._data_set
+        self.made.append(DuckDBReference(self._connection, data_set, self._root, files))
+        if spark_supports(data_set) and spark_supports(replace(data_set, files=tuple(files))):
+            self.made.append(SparkReference(self._spark, data_set, self._root))
+        return list(self.made)
+
+    def drop(self) -> None:
+        made, self.made = self.made, []
         for reference in made:
             reference.drop()
 
@@ -213,33 +251,66 @@ def run_case(
 ) -> Tally:
     """Write the case's files under ``root``, then run and compare its steps on one scan."""
     data_set = case.data_set
-    paths = data_set.write(root)
+    data_set.write(root)
     tally = Tally()
     report = _Report(case, route, root)
-    with references(spark, connection, data_set, root, paths) as refs:
-        scan = ScanUnderTest(spark, data_set, root, route)
+    scan = ScanUnderTest(spark, data_set, root, route, plan=False)
+    refs = References(spark, connection, data_set, root)
+    try:
         try:
+            scan.rescan()
             got = scan.columns()
-            if sorted(got) != sorted(data_set.columns()):
-                report.fail(-1, "columns", f"scan columns {got}, expected {list(data_set.columns())}")
-            for index, step in enumerate(case.steps):
-                if isinstance(step, Cache | Unpersist | Rescan):
-                    scan.change(step)
-                    continue
+        except Exception as error:
+            if data_set.unreadable_files():
+                if "SCAN_UNREADABLE_FILE" not in str(error).splitlines()[0]:
+                    report.fail(-1, "refusal", f"planning raised {_error_text(error)}")
+                return tally
+            if data_set.on_error == "fail" and data_set.bad_files():
+                return tally
+            report.fail(-1, "scan failed", f"planning raised {_error_text(error)}")
+        if sorted(got) != sorted(data_set.columns()):
+            report.fail(-1, "columns", f"scan columns {got}, expected {list(data_set.columns())}")
+        files = list(data_set.files)
+        current = refs.over(files)
+        for index, step in enumerate(case.steps):
+            if isinstance(step, Change):
+                files = _changed(data_set, root, files, step)
+                current = refs.over(files)
+            elif isinstance(step, Cache | Unpersist | Rescan):
+                scan.change(step)
+            else:
                 tally.queries += 1
-                _check(scan, step, index, refs, report, tally)
-        finally:
-            scan.close()
+                now = replace(data_set, files=tuple(files))
+                _check(scan, step, index, current, report, tally, now)
+    finally:
+        refs.drop()
+        scan.close()
     return tally
+
+
+def _changed(data_set: DataSet, root: Path, files: list[DataFile], step: Change) -> list[DataFile]:
+    """The files once ``step`` deleted or added one, on disk and in the list."""
+    if step.delete is not None:
+        gone = data_set.files[step.delete]
+        (root / gone.relative(data_set)).unlink()
+        return [f for f in files if f is not gone]
+    assert step.add is not None
+    data_set.write_file(root, step.add)
+    return [*files, step.add]
 
 
 def _check(
     scan: ScanUnderTest, query: Query, index: int, refs: Sequence[Reference], report: _Report,
-    tally: Tally,
+    tally: Tally, now: DataSet,
 ) -> None:  # fmt: skip
+    """Compare one query; ``now`` is the data set with the files there are."""
     data_set = scan.data_set
-    failing = data_set.on_error == "fail" and bool(data_set.bad_files())
-    must_fail = failing and needs_bad_file(query, data_set, scan.root)
+    unreadable = now.unreadable_files()
+    bad = data_set.on_error == "fail" and bool(now.bad_files())
+    failing = bad or bool(unreadable)
+    must_fail = (bad and needs_bad_file(query, data_set, scan.root, now.bad_files())) or (
+        bool(unreadable) and needs_bad_file(query, data_set, scan.root, unreadable)
+    )
     expected = {ref.name: ref.run(reference_sql(query, ref.view, data_set.columns(), ref.quote))
                 for ref in refs}  # fmt: skip
     try:

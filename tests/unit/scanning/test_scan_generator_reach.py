@@ -1,0 +1,225 @@
+"""The differential scan test's generator reaches every edge of issue 44 on its own.
+
+``tests/scan_differential`` draws the cases the differential runs; each edge
+below is a predicate on a drawn ``Case``, and ``SEEDS`` the seed of the random
+source from which hypothesis, drawing at most ``MAX_EXAMPLES`` cases without
+shrinking, first draws a case that has it. A change to the generator that
+loses an edge fails here, naming it; one that moves the draws needs new seeds
+(``python -m tests.unit.scanning.test_scan_generator_reach`` finds them).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample
+
+from tests.scan_differential.datasets import BIG, SHADOWING, SMALL_SAMPLE, DataFile, DataSet
+from tests.scan_differential.queries import Case, Change, SelfJoin, Union, cases
+
+MAX_EXAMPLES = 300
+"""Cases drawn per seed before the search gives up on it."""
+
+
+def _files(case: Case) -> tuple[DataFile, ...]:
+    return case.data_set.files
+
+
+def _qty(data_file: DataFile) -> list[object]:
+    if "qty" not in data_file.columns:
+        return []
+    index = data_file.columns.index("qty")
+    return [row[index] for row in data_file.rows]
+
+
+def _big_in(file_format: str) -> Callable[[Case], bool]:
+    def has(case: Case) -> bool:
+        return case.data_set.format == file_format and any(
+            value in BIG for f in _files(case) for value in _qty(f)
+        )
+
+    return has
+
+
+def _widened_big(case: Case) -> bool:
+    values = [value for f in _files(case) for value in _qty(f)]
+    return any(v in BIG for v in values) and any(isinstance(v, float) for v in values)
+
+
+def _clash_where(where: str) -> Callable[[Case], bool]:
+    """A clash inside the sample (a file's head), past it (after a small sample), or in a
+    file after the first one listed."""
+
+    def has(case: Case) -> bool:
+        data_set = case.data_set
+        listed = data_set.listed()
+        for number, data_file in enumerate(listed):
+            if not data_file.clash_ids():
+                continue
+            later = number > 0 and any(f.rows for f in listed[:number])
+            if where == "later file" and later:
+                return True
+            if where == "inside the sample" and not later and data_set.sample_bytes is None:
+                return True
+            if where == "past the sample" and data_set.sample_bytes == SMALL_SAMPLE:
+                return True
+        return False
+
+    return has
+
+
+def _rescued_lists(case: Case) -> bool:
+    data_set = case.data_set
+    fixed = data_set.fixed() or ()
+    return data_set.rescue and "tags" not in fixed and any(
+        "tags" in f.columns
+        and any(isinstance(v, list) and None in v for v in (r[f.columns.index("tags")] for r in f.rows))
+        for f in _files(case)
+    )
+
+
+def _twice_under(policy: str) -> Callable[[Case], bool]:
+    def has(case: Case) -> bool:
+        return case.data_set.on_error == policy and any(
+            isinstance(step, Union | SelfJoin) for step in case.steps
+        )
+
+    return has
+
+
+def _only_implicit(case: Case) -> bool:
+    projection = case.data_set.projection
+    return bool(projection) and all(
+        name.casefold() in ("filename", "filepath", "fqn", "suffix")
+        or name.casefold().startswith(("dir", "month", "tag"))
+        for name in projection or ()
+    )
+
+
+def _changed(kind: str) -> Callable[[Case], bool]:
+    def has(case: Case) -> bool:
+        return any(
+            isinstance(step, Change) and (step.delete is not None) == (kind == "deleted")
+            for step in case.steps
+        )
+
+    return has
+
+
+def _shadowing(case: Case) -> bool:
+    return any(name in f.columns for f in _files(case) for name in SHADOWING)
+
+
+def _ragged_headerless(case: Case) -> bool:
+    return case.data_set.headerless and any(
+        bad.kind in ("short", "long") for f in _files(case) for bad in f.bad
+    )
+
+
+def _data_set(test: Callable[[DataSet], bool]) -> Callable[[Case], bool]:
+    return lambda case: test(case.data_set)
+
+
+EDGES: dict[str, Callable[[Case], bool]] = {
+    "keys spelled in another case": lambda c: any(
+        f.spellings and f.spellings != f.columns for f in _files(c)
+    ),
+    "requested names in another case": _data_set(
+        lambda d: any(name != name.lower() for name in d.projection or ())
+    ),
+    "keys folding together in one record": lambda c: any(
+        bad.kind == "twin" for f in _files(c) for bad in f.bad
+    ),
+    "keys folding together across records": lambda c: any(f.respelled for f in _files(c)),
+    "a data column named like an implicit column": _shadowing,
+    "a UTF-8 byte order mark": lambda c: any(f.mark == "utf-8" for f in _files(c)),
+    "a UTF-16 byte order mark": lambda c: any(f.mark == "utf-16" for f in _files(c)),
+    "integers past 2^53 in json": _big_in("json"),
+    "integers past 2^53 in csv": _big_in("csv"),
+    "integers past 2^53 in parquet": _big_in("parquet"),
+    "integers past 2^53 widened to double": _widened_big,
+    "lists with nulls under rescue": _rescued_lists,
+    "headerless csv with ragged records": _ragged_headerless,
+    "a type clash inside the sample": _clash_where("inside the sample"),
+    "a type clash past the sample": _clash_where("past the sample"),
+    "a type clash in a later file": _clash_where("later file"),
+    "a projection of implicit columns alone": _only_implicit,
+    "a projection of no column": _data_set(lambda d: d.projection == ()),
+    "a scan used twice in one query under fail": _twice_under("fail"),
+    "a scan used twice in one query under skip": _twice_under("skip"),
+    "a scan used twice in one query under null": _twice_under("null"),
+    "a scan used twice in one query under reject": _twice_under("reject"),
+    "a file deleted between planning and reading": _changed("deleted"),
+    "a file added between planning and reading": _changed("added"),
+}
+
+SEEDS: dict[str, int] = {
+    "keys spelled in another case": 0,
+    "requested names in another case": 0,
+    "keys folding together in one record": 0,
+    "keys folding together across records": 0,
+    "a data column named like an implicit column": 0,
+    "a UTF-8 byte order mark": 0,
+    "a UTF-16 byte order mark": 0,
+    "integers past 2^53 in json": 0,
+    "integers past 2^53 in csv": 0,
+    "integers past 2^53 in parquet": 0,
+    "integers past 2^53 widened to double": 0,
+    "lists with nulls under rescue": 1,
+    "headerless csv with ragged records": 0,
+    "a type clash inside the sample": 0,
+    "a type clash past the sample": 0,
+    "a type clash in a later file": 0,
+    "a projection of implicit columns alone": 0,
+    "a projection of no column": 0,
+    "a scan used twice in one query under fail": 0,
+    "a scan used twice in one query under skip": 0,
+    "a scan used twice in one query under null": 0,
+    "a scan used twice in one query under reject": 0,
+    "a file deleted between planning and reading": 0,
+    "a file added between planning and reading": 0,
+}
+"""The first seed (from 0) that reaches each edge."""
+
+
+def _search(predicate: Callable[[Case], bool], seed: int) -> Case:
+    return find(
+        cases(),
+        predicate,
+        settings=settings(
+            max_examples=MAX_EXAMPLES,
+            phases=[Phase.generate],
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+        random=random.Random(seed),
+    )
+
+
+@pytest.mark.parametrize("edge", list(EDGES))
+def test_the_generator_reaches_each_edge(edge: str) -> None:
+    assert edge in SEEDS, f"no seed recorded for {edge!r}"
+    found = _search(EDGES[edge], SEEDS[edge])
+    assert EDGES[edge](found)
+
+
+def _find_seeds() -> None:
+    for edge, predicate in EDGES.items():
+        for seed in range(50):
+            try:
+                _search(predicate, seed)
+            except NoSuchExample:
+                continue
+            print(f"    {edge!r}: {seed},", flush=True)
+            break
+        else:
+            print(f"    {edge!r}: None,  # not reached", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(_find_seeds())
