@@ -3,7 +3,7 @@
 ``tests/scan_differential`` draws the cases the differential runs; each edge
 below is a predicate on a drawn ``Case``, and ``SEEDS`` the seed of the random
 source from which hypothesis, drawing at most ``MAX_EXAMPLES`` cases without
-shrinking, first draws a case that has it. A change to the generator that
+shrinking, draws a case that has it soonest. A change to the generator that
 loses an edge fails here, naming it; one that moves the draws needs new seeds
 (``python -m tests.unit.scanning.test_scan_generator_reach`` finds them).
 """
@@ -158,32 +158,32 @@ EDGES: dict[str, Callable[[Case], bool]] = {
 }
 
 SEEDS: dict[str, int] = {
-    "keys spelled in another case": 0,
-    "requested names in another case": 0,
-    "keys folding together in one record": 0,
-    "keys folding together across records": 0,
-    "a data column named like an implicit column": 0,
-    "a UTF-8 byte order mark": 0,
-    "a UTF-16 byte order mark": 0,
-    "integers past 2^53 in json": 0,
-    "integers past 2^53 in csv": 0,
-    "integers past 2^53 in parquet": 0,
-    "integers past 2^53 widened to double": 0,
-    "lists with nulls under rescue": 1,
-    "headerless csv with ragged records": 0,
-    "a type clash inside the sample": 0,
-    "a type clash past the sample": 0,
-    "a type clash in a later file": 0,
-    "a projection of implicit columns alone": 0,
-    "a projection of no column": 0,
-    "a scan used twice in one query under fail": 0,
-    "a scan used twice in one query under skip": 0,
-    "a scan used twice in one query under null": 0,
-    "a scan used twice in one query under reject": 0,
-    "a file deleted between planning and reading": 0,
-    "a file added between planning and reading": 0,
+    "keys spelled in another case": 0,  # 3 draws
+    "requested names in another case": 0,  # 4 draws
+    "keys folding together in one record": 11,  # 10 draws
+    "keys folding together across records": 0,  # 4 draws
+    "a data column named like an implicit column": 0,  # 2 draws
+    "a UTF-8 byte order mark": 0,  # 4 draws
+    "a UTF-16 byte order mark": 0,  # 4 draws
+    "integers past 2^53 in json": 0,  # 6 draws
+    "integers past 2^53 in csv": 1,  # 7 draws
+    "integers past 2^53 in parquet": 0,  # 9 draws
+    "integers past 2^53 widened to double": 0,  # 9 draws
+    "lists with nulls under rescue": 3,  # 4 draws
+    "headerless csv with ragged records": 1,  # 10 draws
+    "a type clash inside the sample": 12,  # 7 draws
+    "a type clash past the sample": 16,  # 4 draws
+    "a type clash in a later file": 5,  # 5 draws
+    "a projection of implicit columns alone": 0,  # 3 draws
+    "a projection of no column": 0,  # 9 draws
+    "a scan used twice in one query under fail": 0,  # 6 draws
+    "a scan used twice in one query under skip": 1,  # 4 draws
+    "a scan used twice in one query under null": 1,  # 11 draws
+    "a scan used twice in one query under reject": 0,  # 7 draws
+    "a file deleted between planning and reading": 0,  # 3 draws
+    "a file added between planning and reading": 0,  # 2 draws
 }
-"""The first seed (from 0) that reaches each edge."""
+"""Per edge, the seed (of the first 30) whose draws reach it soonest, and after how many."""
 
 
 def _search(predicate: Callable[[Case], bool], seed: int) -> Case:
@@ -209,16 +209,27 @@ def test_the_generator_reaches_each_edge(edge: str) -> None:
 
 
 def _find_seeds() -> None:
+    """Print, per edge, the seed (of the first 30) whose draws reach it soonest."""
     for edge, predicate in EDGES.items():
-        for seed in range(50):
+        best: tuple[int, int] | None = None
+        for seed in range(30):
+            draws = 0
+
+            def counted(case: Case, test: Callable[[Case], bool] = predicate) -> bool:
+                nonlocal draws
+                draws += 1
+                return test(case)
+
             try:
-                _search(predicate, seed)
+                _search(counted, seed)
             except NoSuchExample:
                 continue
-            print(f"    {edge!r}: {seed},", flush=True)
-            break
-        else:
-            print(f"    {edge!r}: None,  # not reached", flush=True)
+            if best is None or draws < best[1]:
+                best = (seed, draws)
+            if draws <= 20:
+                break
+        shown = "None,  # not reached" if best is None else f"{best[0]},  # {best[1]} draws"
+        print(f"    {edge!r}: {shown}", flush=True)
 
 
 if __name__ == "__main__":
