@@ -138,7 +138,7 @@ class DataFile:
         if "qty" not in self.columns:
             return ()
         index = self.columns.index("qty")
-        return tuple(row[0] for row in self.rows if isinstance(row[index], str))  # type: ignore[misc]
+        return tuple(int(str(row[0])) for row in self.rows if isinstance(row[index], str))
 
 
 @dataclass(frozen=True)

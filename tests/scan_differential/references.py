@@ -302,10 +302,11 @@ class DuckDBReference:
         value = self._value(name)
         if value is None:
             return "NULL"
-        if name == "qty" and self._fractional():
-            value = f"TRY_CAST({value} AS DOUBLE)"
-        elif name == "qty" and self._clash_in_files():
-            value = f"TRY_CAST({value} AS BIGINT)"
+        if name == "qty" and planned.format != "csv":
+            if self._fractional():
+                value = f"TRY_CAST({value} AS DOUBLE)"
+            elif self._clash_in_files():
+                value = f"TRY_CAST({value} AS BIGINT)"
         if planned.on_error == "null":
             nulled = self._twins() if name == "name" else self._clashes() if name == "qty" else []
             if nulled:

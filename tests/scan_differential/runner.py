@@ -118,6 +118,7 @@ class ScanUnderTest:
         self.view = f"scan_{uuid.uuid4().hex[:12]}"
         self.rejects = f"rejects_{uuid.uuid4().hex[:12]}" if data_set.on_error == "reject" else None
         self.frame: DataFrame | None = None
+        self.cached = False
         if plan:
             self.rescan()
 
@@ -165,6 +166,7 @@ class ScanUnderTest:
         elif isinstance(step, Cache):
             assert self.frame is not None
             self.frame.cache()
+            self.cached = True
         else:
             assert self.frame is not None
             self.frame.unpersist()
@@ -209,7 +211,7 @@ class ScanUnderTest:
         if self.route == "view":
             self.spark.sql(f"UNCACHE TABLE IF EXISTS {self.view}").collect()
             self.spark.catalog.dropTempView(self.view)
-        elif self.frame is not None:
+        elif self.frame is not None and self.cached:
             self.frame.unpersist()
         if self.rejects is not None:
             self.spark.sql(f"DROP TABLE IF EXISTS {self.rejects}").collect()
@@ -277,7 +279,11 @@ def run_case(
                 files = _changed(data_set, root, files, step)
                 current = refs.over(files)
             elif isinstance(step, Cache | Unpersist | Rescan):
-                scan.change(step)
+                try:
+                    scan.change(step)
+                except Exception as error:
+                    if not _may_fail(replace(data_set, files=tuple(files))):
+                        report.fail(index, "scan failed", f"scan raised {_error_text(error)}")
             else:
                 tally.queries += 1
                 now = replace(data_set, files=tuple(files))
@@ -286,6 +292,12 @@ def run_case(
         refs.drop()
         scan.close()
     return tally
+
+
+def _may_fail(now: DataSet) -> bool:
+    """Whether planning the scan may fail: a bad record under ``fail`` in the sampled head,
+    a file in UTF-16."""
+    return bool(now.unreadable_files()) or (now.on_error == "fail" and bool(now.bad_files()))
 
 
 def _changed(data_set: DataSet, root: Path, files: list[DataFile], step: Change) -> list[DataFile]:
