@@ -55,6 +55,7 @@ from tests.scan_differential.datasets import BadRecord, DataFile, DataSet
 from tests.scan_differential.driver import Explorer
 from tests.scan_differential.queries import (
     Both,
+    Change,
     Count,
     Distinct,
     GroupCount,
@@ -292,6 +293,145 @@ FINDS: dict[str, tuple[str, Case]] = {
         Case(
             _two_folders(),
             (Rows((Both(Pred("dir0", "=", "a"), Pred("id", "=", 1)),)),),
+        ),
+    ),
+    "keys of one file in two cases are one column (issue 44, finding 2)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (DataFile((), "part0", ("id", "qty"), ((0, 8), (1, 7)), respelled=(1,)),),
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "a record giving name two values, under null (issue 44, finding 2)": (
+        "view",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (
+                    DataFile(
+                        (), "part0", ("id", "name"), ((0, "a"),), (BadRecord(1, "twin", 1001),)
+                    ),
+                ),
+                on_error="null",
+            ),
+            (Rows(),),
+        ),
+    ),
+    "a data column dir0 is not the folder, named or not (issue 44, finding 3)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (DataFile(("x", "y"), "part0", ("id", "dir0"), ((0, "mine"),)),),
+                projection=("id", "DIR0", "dir1"),
+            ),
+            (Rows(),),
+        ),
+    ),
+    "a csv header with a UTF-8 byte order mark (issue 44, finding 4)": (
+        "view",
+        Case(
+            DataSet(
+                "csv",
+                "header",
+                "dirs",
+                (DataFile((), "part0", ("id", "name"), ((0, "a"),), mark="utf-8"),),
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "rescued lists keep their nulls (issue 44, finding 5)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (
+                    DataFile((), "part0", ("id",), ((0,),)),
+                    DataFile((), "part1", ("id", "tags"), ((1, [None, 17]), (2, [5, 13]), (3, [7]))),
+                ),
+                rescue=True,
+            ),
+            (Rows(),),
+        ),
+    ),
+    "parquet integers past 2^53 widened to double (issue 44, finding 6)": (
+        "frame",
+        Case(
+            DataSet(
+                "parquet",
+                "parquet",
+                "dirs",
+                (
+                    DataFile((), "part0", ("id", "qty"), ((0, 4025664719519337086), (1, 2))),
+                    DataFile((), "part1", ("id", "qty"), ((2, 0.5),)),
+                ),
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "a headerless csv record of another width, under skip (issue 44, finding 7)": (
+        "frame",
+        Case(
+            DataSet(
+                "csv",
+                "headerless",
+                "dirs",
+                (
+                    DataFile(
+                        (),
+                        "part0",
+                        ("id", "name"),
+                        ((0, "a"), (1, "b")),
+                        (BadRecord(1, "short", 1002),),
+                    ),
+                ),
+                on_error="skip",
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "text among numbers inside the sample, under null (issue 44, finding 8)": (
+        "view",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (DataFile((), "part0", ("id", "qty"), ((0, 1), (1, 2), (2, "x"))),),
+                on_error="null",
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "a count of no column judges a malformed line under fail (issue 44, finding 9)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (DataFile((), "part0", ("id",), ((0,), (1,)), (BadRecord(1, "garbage", 1002),)),),
+                projection=(),
+            ),
+            (Count(),),
+        ),
+    ),
+    "a file deleted after planning is read by no query (issue 44, finding 9)": (
+        "frame",
+        Case(
+            _two_folders(),
+            (Count(), Change(delete=1), Rows(), Count(), Count((Pred("id", ">=", 0),))),
         ),
     ),
 }
