@@ -283,3 +283,40 @@ def test_serve_local_says_what_stops_it_before_starting_spark(
     assert expected in result.stderr
     assert not state.exists(), "Spark was started before the check"
     assert not spark_connect_server_pids(mentioning=str(state))
+
+
+def test_a_local_gateways_restart_ends_its_sessions_and_the_client_is_told_why(
+    tmp_path: Path,
+) -> None:
+    """``--local`` stops its Spark with it, and every session with that Spark: a client of
+    one gets Spark's SESSION_CHANGED ("... has restarted. Please reconnect."), not the
+    NO_ACTIVE_SESSION pyspark raised when it fetched that error's details through the
+    session it had just closed; a new session works, and the old one's tables are gone."""
+    port = free_port()
+    workspace = tmp_path / "ws"
+    args = ["serve", "--local", "--port", str(port), "--workspace", str(workspace)]
+    args += ["--state-dir", str(tmp_path / "state"), "--no-warm-up"]
+    address = f"sc://127.0.0.1:{port}"
+    with _running(args, tmp_path) as process:
+        assert _read_stdout_line(process, 240) == READY.format(port=port)
+        old = new_session(address)
+        old.sql("CREATE TEMPORARY TABLE kept AS SELECT 1 AS x").collect()
+        folder = workspace / old.client._session_id
+        assert folder.is_dir()
+        _stop_and_check(process, signal.SIGTERM)
+    with _running(args, tmp_path) as process:
+        assert _read_stdout_line(process, 240) == READY.format(port=port)
+        assert not folder.exists(), "the ended session's tables were kept"
+        with pytest.raises(SparkConnectGrpcException) as raised:
+            old.sql("SELECT * FROM kept").collect()
+        assert "INVALID_HANDLE.SESSION_CHANGED" in str(raised.value)
+        assert "has restarted. Please reconnect." in str(raised.value)
+        old.release_session_on_close = False
+        old.stop()
+        fresh = new_session(address)
+        try:
+            assert fresh.sql("SHOW TEMPORARY TABLES").collect() == []
+            assert fresh.range(3).count() == 3
+        finally:
+            fresh.stop()
+        _stop_and_check(process, signal.SIGTERM)

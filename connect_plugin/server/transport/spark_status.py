@@ -25,6 +25,10 @@ knows better than Spark's text says:
   killed, ran out of memory or crashed): Spark's error has no class and a
   JVM stack; the client gets the scan's ``SCAN_WORKER_LOST`` and what to do
   (``worker_lost_status``, for requests the gateway knows hold a scan).
+- Spark says ``INVALID_HANDLE.SESSION_CHANGED`` when it restarted under a
+  session: the ErrorInfo names no ``errorId``, since pyspark, which closes
+  its session on that class, would fetch the details through the closed
+  session and raise ``NO_ACTIVE_SESSION`` instead (``session_changed_status``).
 - Spark names a temp table ``unknown`` in the errors of a write into it;
   the gateway, which knows which table the statement named, names it as the
   client wrote it (``named_status``).
@@ -128,9 +132,36 @@ def in_scala_templates(info: error_details_pb2.ErrorInfo, message: str) -> None:
 
 def upstream_status(error: grpc.aio.AioRpcError, request: Message | None = None) -> Status:
     """The status and trailers Spark sent, exactly, unless it holds a scan error or the
-    error of a temp table's value check."""
+    error of a temp table's value check, or says that Spark's session changed."""
     sent = Status(error.code(), error.details() or "", tuple(error.trailing_metadata() or ()))
-    return checked_value_status(scan_error_status(sent, request), request)
+    return session_changed_status(checked_value_status(scan_error_status(sent, request), request))
+
+
+SESSION_CHANGED = "INVALID_HANDLE.SESSION_CHANGED"
+
+
+def session_changed_status(sent: Status) -> Status:
+    """``sent`` naming no details to fetch when it says the session's server-side session
+    changed (Spark restarted; a ``--local`` gateway restarts its Spark with it).
+
+    pyspark closes its session on that class and then fetches the error's
+    details through the session it closed, which raises ``NO_ACTIVE_SESSION``
+    in place of Spark's error; without an ``errorId`` the client raises
+    Spark's class and message ("... The existing Spark server driver instance
+    has restarted. Please reconnect.").
+    """
+    decoded = _decoded(sent)
+    if decoded is None:
+        return sent
+    index, status = decoded
+    changed = False
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info) and info.metadata.get("errorClass") == SESSION_CHANGED:
+            _without_details_to_fetch(info)
+            detail.Pack(info)
+            changed = True
+    return _encoded(sent, index, status) if changed else sent
 
 
 def _decoded(sent: Status) -> tuple[int, status_pb2.Status] | None:
