@@ -124,6 +124,7 @@ class EmbeddedSparkConnect:
         token: str | None = None,
         class_archive: Path | None = None,
         worker_forks: bool = True,
+        jvm_options: tuple[str, ...] = (),
     ) -> None:
         """``state_dir``: the JVM's working folder, holding ``warehouse/`` and, unless
         ``log_path`` says otherwise, ``logs/spark-connect.log``. ``home``: a Spark
@@ -136,7 +137,8 @@ class EmbeddedSparkConnect:
         the folder of the JVM's class-data-sharing archive, mapped when there, written at
         the JVM's clean exit when not (``class_archive``); None: none. ``worker_forks``:
         with the launcher, a fork server beside the JVM starts each Python worker daemon
-        already loaded (``connect_plugin.worker_forks``)."""
+        already loaded (``connect_plugin.worker_forks``). ``jvm_options``: added to the
+        JVM's ``SPARK_SUBMIT_OPTS``."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master
@@ -151,6 +153,7 @@ class EmbeddedSparkConnect:
         self.python = launcher(interpreter)
         self.token = token
         self.class_archive = class_archive
+        self.jvm_options = jvm_options
         self._forks = (
             WorkerForks(interpreter) if worker_forks and self.python != interpreter else None
         )
@@ -197,6 +200,8 @@ class EmbeddedSparkConnect:
         env.pop("SPARK_REMOTE", None)
         if self.token is not None:
             env[TOKEN_VARIABLE] = self.token
+        for option in self.jvm_options:
+            env[SUBMIT_OPTIONS] = with_option(env, option)
         if self.class_archive is not None:
             self._archive_use = archive_use(self.class_archive, java, self.spark_home())
             if self._archive_use is not None:

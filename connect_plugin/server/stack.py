@@ -39,9 +39,11 @@ class Stack:
         extra_spark_conf: Mapping[str, str] | None = None,
         spark_log: Path | None = None,
         worker_python: Path | None = None,
+        jvm_options: tuple[str, ...] = (),
     ) -> None:
         """``worker_python``: the interpreter of the embedded server's Python workers
-        (``EmbeddedSparkConnect``'s ``python``; default: this one)."""
+        (``EmbeddedSparkConnect``'s ``python``; default: this one); ``jvm_options``: its
+        JVM's options beside Spark's own."""
         self.config = config
         self.embedded: EmbeddedSparkConnect | None = None
         if config.local:
@@ -56,6 +58,7 @@ class Stack:
                 class_archive=default_folder() if config.class_archive else None,
                 worker_forks=config.worker_forks,
                 python=worker_python,
+                jvm_options=jvm_options,
             )
         self.gateway: Gateway | None = None
         self._prepared: Prepared | None = None

@@ -133,6 +133,8 @@ def test_the_readme_demo_command_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "[demo] CREATE TEMPORARY TABLE squares ...: 1000 rows written" in done.stdout
     assert "[demo] stopped everything after" in done.stdout
+    others = [line for line in done.stdout.splitlines() if not line.startswith("[demo] ")]
+    assert (others, done.stderr) == ([], ""), "the demo prints only its own lines"
 
 
 def test_every_page_with_python_is_run_here_or_in_the_unit_suite() -> None:
