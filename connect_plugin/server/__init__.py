@@ -4,8 +4,10 @@ Its parts, from the floor up; each imports only parts listed above it here,
 as its own docstring says (``tests/unit/server/test_server_layers.py`` holds
 the code to that):
 
+- ``model``: the gateway's statements, whichever way a client sent them, and
+  the SQL pieces it writes for Spark;
 - ``transport``: the gateway's two gRPC sides: channels, auth, forwarding,
-  plan decoding, requests, the upstream session and the status of errors;
+  plan decoding, the upstream session and the status of errors;
 - ``sessions``: the registry and its store, workspace files, quotas,
   liveness, a temp table's record, view and write, and each way a session
   ends or goes on (release, expiry, recovery, clone);

@@ -47,6 +47,13 @@ from connect_plugin.server.detached import (
     Running,
     once,
 )
+from connect_plugin.server.model.statements import (
+    ChangeRows,
+    CreateTempTable,
+    DropTempTable,
+    InsertInto,
+    ListTempTables,
+)
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.own_responses import SYNTHETIC_RESPONSE_PREFIX, OwnResponses
@@ -64,13 +71,6 @@ from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Out
 from connect_plugin.server.tables.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.transport.forwarding import forwardable_metadata
 from connect_plugin.server.transport.interception import Interception
-from connect_plugin.server.transport.requests import (
-    ChangeRows,
-    CreateTempTable,
-    DropTempTable,
-    InsertInto,
-    ListTempTables,
-)
 from connect_plugin.server.transport.spark_status import (
     Status,
     named_status,

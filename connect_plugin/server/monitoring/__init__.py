@@ -9,5 +9,5 @@ scrape and what the expiry and the start-up recovery did, the audit log is
 written to the gateway's private files. The forwarder counts calls through
 its ``CallMetrics`` protocol, so nothing under here names them.
 
-Imports from the server: ``sessions``, ``transport``.
+Imports from the server: ``model``, ``sessions``, ``transport``.
 """

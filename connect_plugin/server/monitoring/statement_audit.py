@@ -13,8 +13,8 @@ from connect_plugin.errors import (
     UpstreamFailed,
     UpstreamUnavailable,
 )
+from connect_plugin.server.model.statements import Request
 from connect_plugin.server.monitoring.audit import AuditLog, operation_of, who
-from connect_plugin.server.transport.requests import Request
 from connect_plugin.server.transport.status import error_class_of
 from connect_plugin.server.transport.upstream import upstream_failure
 

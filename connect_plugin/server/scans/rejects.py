@@ -41,12 +41,12 @@ from connect_plugin.scanning.reading.rejects import (
     snapshot,
 )
 from connect_plugin.scanning.request.spec import ScanSpec
+from connect_plugin.server.model.spark_sql import quote_identifier
+from connect_plugin.server.model.statements import CreateTempTable, Name
 from connect_plugin.server.sessions.views import temp_view_names
 from connect_plugin.server.statements.handlers import Call
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.create import TableCreator
-from connect_plugin.server.transport.requests import CreateTempTable, Name
-from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import SessionContext, Upstream
 
 REJECTED = "reject"

@@ -21,9 +21,9 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
 from connect_plugin.scanning.spark.spark_source import COUNT_COLUMN
+from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.statements.cached_scans import CachedScans, is_cached
 from connect_plugin.server.transport.plans import type_name_of, unpack, walk_relations
-from connect_plugin.server.transport.spark_sql import quote_identifier
 
 _SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name
 _UNGROUPED = (

@@ -40,8 +40,8 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import errors, proto
 from connect_plugin.scanning.spark.spark_source import SHORT_NAME
+from connect_plugin.server.model.statements import Request, ScanFiles
 from connect_plugin.server.transport.plans import top_level_fields
-from connect_plugin.server.transport.requests import Request, ScanFiles
 
 SCAN_NODE = f"BatchScan {SHORT_NAME}"
 """The name Spark gives the scan's node in a query's metrics."""

@@ -26,12 +26,12 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
 from connect_plugin.scanning.request.options import Evolution, ScanOptions
+from connect_plugin.server.model.spark_sql import quote_identifier
+from connect_plugin.server.model.statements import CreateScanView, Name
 from connect_plugin.server.scans.relation import Scans
 from connect_plugin.server.statements.handlers import Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
 from connect_plugin.server.tables.catalog import Tables
-from connect_plugin.server.transport.requests import CreateScanView, Name
-from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import Upstream
 
 PROVIDER = "scan"

@@ -12,8 +12,9 @@ repair (``recovery``), its clone (``clone``) and its Python workers
 (``python_workers``).
 
 A session's life and its tables' files stand only on the transport (the
-upstream session they work in, plan pieces, requests' names); which
-statements make or change a table is decided above.
+upstream session they work in, plan pieces) and the model (the names
+statements give, the SQL pieces sent); which statements make or change a
+table is decided above.
 
-Imports from the server: ``transport``.
+Imports from the server: ``model``, ``transport``.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.transport.requests import Name
+from connect_plugin.server.model.statements import Name
 
 MAX_NAME_LENGTH = 128
 SESSION_QUALIFIERS = ("session", "system.session")

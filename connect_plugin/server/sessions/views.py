@@ -18,8 +18,8 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
+from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)

@@ -23,11 +23,11 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
+from connect_plugin.server.model.spark_sql import literal
 from connect_plugin.server.sessions.liveness import Liveness, liveness_of
 from connect_plugin.server.sessions.registry import Session
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.spark_sql import literal
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)

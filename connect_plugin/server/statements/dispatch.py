@@ -21,6 +21,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
+from connect_plugin.server.model.statements import Request
 from connect_plugin.server.sessions.table_names import SESSION_QUALIFIED
 from connect_plugin.server.statements.cached_scans import CachedScans
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
@@ -31,7 +32,6 @@ from connect_plugin.server.statements.recognition import (
     recognise,
 )
 from connect_plugin.server.transport.plans import Extension, extensions, replace_node, unpack
-from connect_plugin.server.transport.requests import Request
 
 MAX_PLUGIN_NESTING = 32
 """Plugin relations inside plugin relations' inputs, at most (each level is decoded apart)."""

@@ -25,11 +25,11 @@ from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import NotSupportedYet
+from connect_plugin.server.model.statements import Request
 from connect_plugin.server.sessions.writes import ProgressSink
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.cached_scans import CachedScans
 from connect_plugin.server.statements.recognition import Cursor, Rule
-from connect_plugin.server.transport.requests import Request
 from connect_plugin.server.transport.upstream import SessionContext
 
 R = TypeVar("R", bound=Request)

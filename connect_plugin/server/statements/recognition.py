@@ -28,7 +28,7 @@ from pyspark.sql.connect import proto as spark_proto
 from sqlglot import Dialect, Token, TokenError, TokenType
 
 from connect_plugin.errors import StatementSyntaxError
-from connect_plugin.server.transport.requests import Name, Request
+from connect_plugin.server.model.statements import Name, Request
 
 _SPARK = Dialect.get_or_raise("spark")
 _PUNCTUATION = frozenset(

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 from pyspark.sql.connect import proto as spark_proto
 
-from connect_plugin.server.transport.spark_sql import literal, quote_identifier
+from connect_plugin.server.model.spark_sql import literal, quote_identifier
 
 CREATED_COLUMNS = (("table", "STRING"), ("rows_written", "BIGINT"))
 STATUS_COLUMNS = (("ok", "BOOLEAN"), ("summary", "STRING"))

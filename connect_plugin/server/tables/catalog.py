@@ -29,6 +29,8 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
+from connect_plugin.server.model.spark_sql import quote_identifier
+from connect_plugin.server.model.statements import Name
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
 from connect_plugin.server.sessions.release import to_the_end
 from connect_plugin.server.sessions.table_names import (
@@ -42,8 +44,6 @@ from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import Outcome
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.requests import Name
-from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 
 log = logging.getLogger(__name__)

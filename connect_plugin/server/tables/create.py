@@ -32,6 +32,7 @@ from connect_plugin.errors import (
     TempTableNotFound,
     WorkspaceError,
 )
+from connect_plugin.server.model.statements import CreateTempTable, Name
 from connect_plugin.server.sessions.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
@@ -53,7 +54,6 @@ from connect_plugin.server.tables.partition_folders import write_null_partition
 from connect_plugin.server.tables.table_formats import layout
 from connect_plugin.server.tables.table_input import check_shape, shaped_input
 from connect_plugin.server.tables.value_checks import checked, rules
-from connect_plugin.server.transport.requests import CreateTempTable, Name
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 
 log = logging.getLogger(__name__)

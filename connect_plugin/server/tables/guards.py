@@ -17,6 +17,15 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import StatementSyntaxError, TempTableError, UpstreamFailed
+from connect_plugin.server.model.spark_sql import quote_identifier
+from connect_plugin.server.model.statements import (
+    AlterView,
+    CreatePersistentView,
+    CreateTempView,
+    DropView,
+    InsertInto,
+    Name,
+)
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.views import files_relation
 from connect_plugin.server.statements import results
@@ -38,15 +47,6 @@ from connect_plugin.server.tables.overwrites import (
 from connect_plugin.server.tables.partition_folders import laid_out
 from connect_plugin.server.tables.value_checks import NOT_NULL
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.requests import (
-    AlterView,
-    CreatePersistentView,
-    CreateTempView,
-    DropView,
-    InsertInto,
-    Name,
-)
-from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
 
 CREATE = frozenset(("CREATE",))

@@ -17,10 +17,8 @@ from pyspark.sql.connect.types import pyspark_types_to_proto_types
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StructField, StructType
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.statements.recognition import compared_column
-from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.requests import (
+from connect_plugin.server.model.spark_sql import quote_identifier
+from connect_plugin.server.model.statements import (
     ChangeRows,
     DeleteFrom,
     MergeClause,
@@ -28,7 +26,9 @@ from connect_plugin.server.transport.requests import (
     Name,
     UpdateTable,
 )
-from connect_plugin.server.transport.spark_sql import quote_identifier
+from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.statements.recognition import compared_column
+from connect_plugin.server.transport.plans import deep_messages
 
 CLAUSE = "__connect_plugin_clause"
 TARGET_ROW = "__connect_plugin_target_row"

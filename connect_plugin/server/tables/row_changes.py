@@ -44,6 +44,17 @@ from connect_plugin.errors import (
     TempTableQueryFailed,
     UpstreamFailed,
 )
+from connect_plugin.server.model.spark_sql import quote_identifier
+from connect_plugin.server.model.statements import (
+    Assignment,
+    ChangeRows,
+    DeleteFrom,
+    MergeClause,
+    MergeInto,
+    Name,
+    TruncateTable,
+    UpdateTable,
+)
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.writes import Written
 from connect_plugin.server.statements import results
@@ -64,17 +75,6 @@ from connect_plugin.server.tables.row_change_plans import (
     WRITTEN,
     Plan,
 )
-from connect_plugin.server.transport.requests import (
-    Assignment,
-    ChangeRows,
-    DeleteFrom,
-    MergeClause,
-    MergeInto,
-    Name,
-    TruncateTable,
-    UpdateTable,
-)
-from connect_plugin.server.transport.spark_sql import quote_identifier
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 _ACTIONS = {

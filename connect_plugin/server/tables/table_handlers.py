@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from connect_plugin import proto
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.statements import results
-from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
-from connect_plugin.server.statements.recognition import Cursor
-from connect_plugin.server.tables.catalog import Tables
-from connect_plugin.server.tables.create import TableCreator
-from connect_plugin.server.transport.requests import (
+from connect_plugin.server.model.statements import (
     CreateTempTable,
     DropTempTable,
     ListTempTables,
     Name,
     ReadTempTable,
 )
+from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
+from connect_plugin.server.statements.recognition import Cursor
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.create import TableCreator
 
 
 class CreateTempTableHandler(Handler[CreateTempTable]):

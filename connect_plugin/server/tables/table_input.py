@@ -22,9 +22,9 @@ from pyspark.sql.connect.types import (
 from pyspark.sql.types import StructField, StructType
 
 from connect_plugin.errors import TempTableError, TempTableQueryFailed, UpstreamFailed
+from connect_plugin.server.model.statements import CreateTempTable
 from connect_plugin.server.statements.recognition import char_types
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.requests import CreateTempTable
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 _SHOWN_DEFINITION_CHARS = 200

@@ -34,9 +34,9 @@ from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefinedType
 
 from connect_plugin.errors import NotNullViolation, ValueNotHeld
+from connect_plugin.server.model.spark_sql import literal, quote_identifier
 from connect_plugin.server.tables.table_formats import holders, kind
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.spark_sql import literal, quote_identifier
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)

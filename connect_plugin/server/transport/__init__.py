@@ -3,14 +3,14 @@
 Owns the channels' settings (``channels``), who is calling (``auth``) and
 Spark's token (``upstream_token``), which client sent a request
 (``clients``), forwarding every RPC upstream (``forwarding``, with the
-accumulators kept from the Scala client, ``observed_metrics``), decoding the
-plans in a request (``plans``) and what a client asks the gateway to do
-(``requests``); on the upstream side, the work the gateway does in a user's
-Spark session (``upstream``) and the SQL text and plan pieces it sends
-(``spark_sql``); and the one place errors become a gRPC status (``status``).
+accumulators kept from the Scala client, ``observed_metrics``), what the
+gateway's hooks and observers tell the forwarder (``interception``) and
+decoding the plans in a request (``plans``); on the upstream side, the work
+the gateway does in a user's Spark session (``upstream``); and the one place
+errors become a gRPC status (``status``, ``spark_status``).
 
-The floor of the server: nothing here knows sessions, temp tables or
-statements. Where forwarding needs something from above (the metrics, the
+The floor of the server: nothing here knows sessions, temp tables,
+statements or scans. Where forwarding needs something from above (the metrics, the
 hooks on intercepted RPCs, the observer of sessions), it is handed in as a
 protocol.
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableError
+from connect_plugin.server.model.statements import CreateTempTable, Request
 from connect_plugin.server.sessions.table_names import check_table_name
 from connect_plugin.server.statements.recognition import SqlText, first_keyword, recognise
 from connect_plugin.server.tables.guards import (
@@ -22,7 +23,6 @@ from connect_plugin.server.tables.table_handlers import (
     DropTempTableHandler,
     ListTempTablesHandler,
 )
-from connect_plugin.server.transport.requests import CreateTempTable, Request
 from tests.unit.fuzz.harness import Fuzzer, check
 
 FULLWIDTH_CREATE = "".join(chr(ord(letter) + 0xFEE0) for letter in "CREATE")

@@ -34,14 +34,15 @@ TOP = "top"
 (``gateway``, ``intercept``, ``stack``, ``embedded``, ...) and its ``__init__``."""
 
 LAYERS: Mapping[str, frozenset[str]] = {
+    "model": frozenset(),
     "transport": frozenset(),
-    "sessions": frozenset({"transport"}),
-    "monitoring": frozenset({"sessions", "transport"}),
-    "statements": frozenset({"sessions", "transport"}),
-    "tables": frozenset({"sessions", "statements", "transport"}),
-    "scans": frozenset({"sessions", "statements", "tables", "transport"}),
+    "sessions": frozenset({"model", "transport"}),
+    "monitoring": frozenset({"model", "sessions", "transport"}),
+    "statements": frozenset({"model", "sessions", "transport"}),
+    "tables": frozenset({"model", "sessions", "statements", "transport"}),
+    "scans": frozenset({"model", "sessions", "statements", "tables", "transport"}),
     TOP: frozenset(
-        {"monitoring", "scans", "sessions", "statements", "tables", "transport"}
+        {"model", "monitoring", "scans", "sessions", "statements", "tables", "transport"}
     ),
 }
 """Each package of the server -> the other packages its modules may import. A part may
@@ -148,9 +149,9 @@ def test_the_layer_check_names_each_import_it_forbids(tmp_path: Path) -> None:
     )
     assert list(LAYERING.forbidden(f"{PACKAGE}.tables.wired", tmp_path / "wired.py", found)) == [
         f"{tmp_path / 'wired.py'} line 1 imports {PACKAGE}.gateway "
-        "(tables may import sessions, statements, transport of the server)",
+        "(tables may import model, sessions, statements, transport of the server)",
         f"{tmp_path / 'wired.py'} line 2 imports {PACKAGE}.scans.relation "
-        "(tables may import sessions, statements, transport of the server)",
+        "(tables may import model, sessions, statements, transport of the server)",
     ]
     assert list(LAYERING.forbidden(f"{PACKAGE}.stack", tmp_path / "wired.py", found)) == []
     assert LAYERING.part(f"{PACKAGE}.intercept") == TOP

@@ -7,10 +7,10 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
 from connect_plugin.scanning.request.options import Evolution, Format, OnError
+from connect_plugin.server.model.statements import CreateScanView, CreateTempView, Name, Request
 from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.statements.recognition import SqlText, recognise
 from connect_plugin.server.tables.guards import CreateTempViewHandler
-from connect_plugin.server.transport.requests import CreateScanView, CreateTempView, Name, Request
 from tests.unit.server.statements.test_statements import plain_sql
 
 RULES = [CreateScanViewHandler.parse, CreateTempViewHandler.parse]

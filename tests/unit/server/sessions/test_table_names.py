@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from connect_plugin.errors import TempTableError
+from connect_plugin.server.model.statements import Name
 from connect_plugin.server.sessions.table_names import check_table_name
-from connect_plugin.server.transport.requests import Name
 
 
 def test_table_name_rules() -> None:

@@ -12,6 +12,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.server.gateway import SQL_ORDER, plugin_handlers
+from connect_plugin.server.model.statements import CreateScanView, CreateTempView, Request
 from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
@@ -22,7 +23,6 @@ from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.create import TableCreator
 from connect_plugin.server.tables.guards import CreateTempViewHandler, DropViewHandler
 from connect_plugin.server.tables.table_handlers import CreateTempTableHandler, DropTempTableHandler
-from connect_plugin.server.transport.requests import CreateScanView, CreateTempView, Request
 from connect_plugin.server.transport.upstream import Upstream
 
 _TABLES = cast(Tables, None)

@@ -6,6 +6,18 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableError
+from connect_plugin.server.model.statements import (
+    AlterView,
+    CreatePersistentView,
+    CreateTempTable,
+    CreateTempView,
+    DropTempTable,
+    DropView,
+    InsertInto,
+    ListTempTables,
+    Name,
+    Request,
+)
 from connect_plugin.server.statements import recognition as statements
 from connect_plugin.server.statements.recognition import (
     MAX_TOKENIZED_CHARS,
@@ -24,18 +36,6 @@ from connect_plugin.server.tables.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
     ListTempTablesHandler,
-)
-from connect_plugin.server.transport.requests import (
-    AlterView,
-    CreatePersistentView,
-    CreateTempTable,
-    CreateTempView,
-    DropTempTable,
-    DropView,
-    InsertInto,
-    ListTempTables,
-    Name,
-    Request,
 )
 
 RULES = [

@@ -9,6 +9,16 @@ import pytest
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from connect_plugin.server.model.statements import (
+    Assignment,
+    ChangeRows,
+    DeleteFrom,
+    MergeClause,
+    MergeInto,
+    Name,
+    TruncateTable,
+    UpdateTable,
+)
 from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.tables.row_change_plans import (
     DELETE,
@@ -18,16 +28,6 @@ from connect_plugin.server.tables.row_change_plans import (
     UPDATE,
     WRITTEN,
     Plan,
-)
-from connect_plugin.server.transport.requests import (
-    Assignment,
-    ChangeRows,
-    DeleteFrom,
-    MergeClause,
-    MergeInto,
-    Name,
-    TruncateTable,
-    UpdateTable,
 )
 
 SCHEMA = StructType([StructField("id", IntegerType()), StructField("s", StringType())])

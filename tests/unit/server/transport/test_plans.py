@@ -15,6 +15,12 @@ from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
 from connect_plugin.proto import PLUGIN_RELATIONS
 from connect_plugin.server.gateway import plugin_handlers
+from connect_plugin.server.model.statements import (
+    CreateTempTable,
+    ListTempTables,
+    Name,
+    ReadTempTable,
+)
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import Workspace
@@ -29,12 +35,6 @@ from connect_plugin.server.tables.table_handlers import (
     ReadTempTableHandler,
 )
 from connect_plugin.server.transport.plans import MAX_PLAN_DEPTH, decode, extensions, nesting_depth
-from connect_plugin.server.transport.requests import (
-    CreateTempTable,
-    ListTempTables,
-    Name,
-    ReadTempTable,
-)
 from connect_plugin.server.transport.upstream import Upstream
 from tests.unit.server.wire import nested_projections
 
