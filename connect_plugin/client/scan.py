@@ -18,8 +18,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from connect_plugin import proto
 from connect_plugin.client.plan import PluginRelation, session_id_of
 from connect_plugin.errors import InvalidScanSpec
-from connect_plugin.scanning.formats import Format
-from connect_plugin.scanning.request.options import SCAN_OPTIONS, ScanOptions
+from connect_plugin.scanning import SCAN_OPTIONS, Format, ScanOptions
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.client import SparkConnectClient

@@ -19,13 +19,16 @@ the code to that):
 Pure Python and pyarrow: nothing here imports pyspark or grpc, except the
 ``spark`` package, which binds the scan to Spark and is imported only where
 Spark runs it. This module re-exports the public names of the other parts,
-none of ``spark``, so that ``import connect_plugin.scanning`` loads no pyspark.
+none of ``spark``, so that ``import connect_plugin.scanning`` loads no pyspark;
+``predicates`` (the file filters a scan takes) and ``rejects`` (the files of
+a rejects table a scan fills) are public as namespaces of their own.
+``connect_plugin.scanning.spark`` is the public face of the Spark binding.
 """
 
 from __future__ import annotations
 
 from connect_plugin.scanning.choices import Compression, Evolution, OnError, Partitioning
-from connect_plugin.scanning.formats import Format
+from connect_plugin.scanning.formats import Format, ensure_format, format_of
 from connect_plugin.scanning.loader.column_writers import ColumnWriter
 from connect_plugin.scanning.loader.loader import (
     DEFAULT_MAX_BYTES,
@@ -37,17 +40,22 @@ from connect_plugin.scanning.loader.loader_state import LoaderState
 from connect_plugin.scanning.loader.row_writer import RowWriter
 from connect_plugin.scanning.planning.plan import ScanPlan, clear_schema_cache, plan_scan
 from connect_plugin.scanning.planning.pruning import PartitionFilter, prune
+from connect_plugin.scanning.reading import rejects
 from connect_plugin.scanning.reading.scanner import ScanReader
-from connect_plugin.scanning.request.options import ScanOptions
+from connect_plugin.scanning.request import predicates
+from connect_plugin.scanning.request.options import SCAN_OPTIONS, ScanOptions
+from connect_plugin.scanning.request.predicates import FileFilter
 from connect_plugin.scanning.request.spec import ScanSpec
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_ROWS",
     "MAX_ROWS_CEILING",
+    "SCAN_OPTIONS",
     "ColumnWriter",
     "Compression",
     "Evolution",
+    "FileFilter",
     "Format",
     "LoaderState",
     "OnError",
@@ -60,7 +68,11 @@ __all__ = [
     "ScanReader",
     "ScanSpec",
     "clear_schema_cache",
+    "ensure_format",
+    "format_of",
     "plan_scan",
+    "predicates",
     "prune",
+    "rejects",
 ]
 

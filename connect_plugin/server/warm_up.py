@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import connect_plugin
-from connect_plugin.scanning.request.options import ScanOptions
-from connect_plugin.scanning.spark.spark_source import SPEC_OPTION, ScanDataSource
+from connect_plugin.scanning import ScanOptions
+from connect_plugin.scanning.spark import SPEC_OPTION, ScanDataSource
 from connect_plugin.server.sessions.python_workers import stop_session
 
 log = logging.getLogger(__name__)

@@ -11,4 +11,27 @@ source, and the worker daemons preload it.
 
 Imports from the scan: any layer below it (``choices``, ``names``, ``files``,
 ``formats``, ``loader``, ``planning``, ``reading``, ``request``).
+
+This module re-exports what the gateway needs of the data source: its class,
+the name Spark knows it by and the options the gateway gives a read of it.
 """
+
+from __future__ import annotations
+
+from connect_plugin.scanning.spark.spark_source import (
+    COUNT_COLUMN,
+    COUNT_OPTION,
+    FILES_STAMP_OPTION,
+    SHORT_NAME,
+    SPEC_OPTION,
+    ScanDataSource,
+)
+
+__all__ = [
+    "COUNT_COLUMN",
+    "COUNT_OPTION",
+    "FILES_STAMP_OPTION",
+    "SHORT_NAME",
+    "SPEC_OPTION",
+    "ScanDataSource",
+]

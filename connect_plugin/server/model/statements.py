@@ -15,7 +15,7 @@ from typing import ClassVar
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
-from connect_plugin.scanning.request.options import ScanOptions
+from connect_plugin.scanning import ScanOptions
 
 
 @dataclass(frozen=True)

@@ -32,15 +32,9 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.connect import proto as spark_proto
 
+from connect_plugin import scanning
 from connect_plugin.errors import TempTableExists, TempTableQueryFailed, UpstreamFailed
-from connect_plugin.scanning.reading.rejects import (
-    REJECTS_SCHEMA,
-    Snapshot,
-    delete_other_scans,
-    rows_written_since,
-    snapshot,
-)
-from connect_plugin.scanning.request.spec import ScanSpec
+from connect_plugin.scanning import ScanSpec
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.model.statements import CreateTempTable, Name
 from connect_plugin.server.sessions.views import temp_view_names
@@ -108,7 +102,7 @@ class RejectsTables:
             return dataclasses.replace(spec, rejects_folder=filling.folder), None
         folder = await self._folder(session, spec)
         filling = fillings[key] = _Filling(spec.rejects_table, folder, {spec.scan_id})
-        before = await asyncio.to_thread(snapshot, folder)
+        before = await asyncio.to_thread(scanning.rejects.snapshot, folder)
         return (
             dataclasses.replace(spec, rejects_folder=folder),
             self._refresher(session, filling, before),
@@ -136,14 +130,18 @@ class RejectsTables:
             raise self._taken(name, "temporary table")
         return str(table.location)
 
-    def _refresher(self, session: SessionContext, filling: _Filling, before: Snapshot) -> After:
+    def _refresher(
+        self, session: SessionContext, filling: _Filling, before: scanning.rejects.Snapshot
+    ) -> After:
         """Work for after the query: delete the rejects of scans it did not read, make Spark
         list the files it wrote (and count the records they hold, with the metrics on)."""
         count = self._bad_records
 
         async def refresh() -> None:
             scan_ids = frozenset(filling.scan_ids)
-            await asyncio.to_thread(delete_other_scans, filling.folder, scan_ids, before)
+            await asyncio.to_thread(
+                scanning.rejects.delete_other_scans, filling.folder, scan_ids, before
+            )
             relation = spark_proto.Relation()
             relation.sql.query = f"REFRESH TABLE {quote_identifier(filling.name)}"
             try:
@@ -155,7 +153,12 @@ class RejectsTables:
                 ) from exc
             await self._tables.written(session, Name((filling.name,)))
             if count is not None:
-                count(REJECTED, await asyncio.to_thread(rows_written_since, filling.folder, before))
+                count(
+                    REJECTED,
+                    await asyncio.to_thread(
+                        scanning.rejects.rows_written_since, filling.folder, before
+                    ),
+                )
 
         return refresh
 
@@ -168,10 +171,10 @@ class RejectsTables:
 
 
 def _empty_rejects() -> spark_proto.Relation:
-    """A query of no rows with the columns of ``REJECTS_SCHEMA``."""
+    """A query of no rows with the columns of ``scanning.rejects.REJECTS_SCHEMA``."""
     columns = ", ".join(
         f"CAST(NULL AS {_SQL_TYPES[str(column.type)]}) AS {column.name}"
-        for column in REJECTS_SCHEMA
+        for column in scanning.rejects.REJECTS_SCHEMA
     )
     relation = spark_proto.Relation()
     relation.sql.query = f"SELECT {columns} WHERE false"

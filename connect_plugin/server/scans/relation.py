@@ -37,13 +37,17 @@ from pyspark.sql.types import StructType
 
 from connect_plugin import proto
 from connect_plugin.errors import InvalidScanSpec, PlanError, UpstreamFailed
-from connect_plugin.scanning.choices import OnError
-from connect_plugin.scanning.formats import Format, ensure_format, format_of
-from connect_plugin.scanning.request import predicates
-from connect_plugin.scanning.request.options import ScanOptions
-from connect_plugin.scanning.request.predicates import FileFilter
-from connect_plugin.scanning.request.spec import ScanSpec
-from connect_plugin.scanning.spark.spark_source import (
+from connect_plugin.scanning import (
+    FileFilter,
+    Format,
+    OnError,
+    ScanOptions,
+    ScanSpec,
+    ensure_format,
+    format_of,
+    predicates,
+)
+from connect_plugin.scanning.spark import (
     COUNT_OPTION,
     FILES_STAMP_OPTION,
     SPEC_OPTION,

@@ -20,7 +20,7 @@ from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import proto
-from connect_plugin.scanning.spark.spark_source import COUNT_COLUMN
+from connect_plugin.scanning.spark import COUNT_COLUMN
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.statements.cached_scans import CachedScans, is_cached
 from connect_plugin.server.transport.plans import type_name_of, unpack, walk_relations

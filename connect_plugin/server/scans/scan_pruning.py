@@ -37,14 +37,7 @@ from pyspark.sql.connect import proto as spark_proto
 from sqlglot import exp
 
 from connect_plugin import proto
-from connect_plugin.scanning.request import predicates
-from connect_plugin.scanning.request.predicates import (
-    FileFilter,
-    PartitionFilter,
-    all_of,
-    joined,
-    negated_if,
-)
+from connect_plugin.scanning import FileFilter, PartitionFilter, predicates
 from connect_plugin.server.statements.cached_scans import CachedScans, is_cached
 from connect_plugin.server.transport.plans import plan_nodes, type_name_of, unpack
 
@@ -94,7 +87,7 @@ def push_file_filters(tree: Message, cached: CachedScans = ()) -> bool:
         if message is None or message.file_filter or is_cached(message, cached):
             continue
         reader.plan_ids = plan_ids
-        found = all_of([reader.read(c) for c in conditions])
+        found = predicates.all_of([reader.read(c) for c in conditions])
         if found is not None:
             text = json.dumps(predicates.to_json(found), sort_keys=True, separators=(",", ":"))
             changed |= _set_file_filter(scan, text)
@@ -175,10 +168,10 @@ class Conditions:
         arguments = list(function.arguments)
         if name in ("and", "or") and len(arguments) == 2:
             parts = [self.read(a, negated) for a in arguments]
-            return joined(name == "and", negated, parts)
+            return predicates.joined(name == "and", negated, parts)
         if name == "not" and len(arguments) == 1:
             return self.read(arguments[0], not negated)
-        return negated_if(negated, self._comparison(name, arguments))
+        return predicates.negated_if(negated, self._comparison(name, arguments))
 
     def _comparison(
         self, name: str, arguments: list[spark_proto.Expression]
@@ -298,13 +291,13 @@ def _read_sql(node: exp.Expression, negated: bool) -> FileFilter | None:
         return _read_sql(node.this, negated)
     if isinstance(node, exp.And | exp.Or):
         parts = [_read_sql(node.this, negated), _read_sql(node.expression, negated)]
-        return joined(isinstance(node, exp.And), negated, parts)
+        return predicates.joined(isinstance(node, exp.And), negated, parts)
     if isinstance(node, exp.Not):
         return _read_sql(node.this, not negated)
     if isinstance(node, exp.NEQ):
         equal = _comparison("eq", [node.this, node.expression], _sql_column, _sql_literal)
-        return negated_if(not negated, equal)
-    return negated_if(negated, _sql_comparison(node))
+        return predicates.negated_if(not negated, equal)
+    return predicates.negated_if(negated, _sql_comparison(node))
 
 
 def _sql_comparison(node: exp.Expression) -> FileFilter | None:
@@ -323,7 +316,7 @@ def _sql_comparison(node: exp.Expression) -> FileFilter | None:
     if isinstance(node, exp.Between) and not node.args.get("symmetric"):
         low = _comparison("ge", [node.this, node.args["low"]], _sql_column, _sql_literal)
         high = _comparison("le", [node.this, node.args["high"]], _sql_column, _sql_literal)
-        return all_of([low, high]) if low is not None and high is not None else None
+        return predicates.all_of([low, high]) if low is not None and high is not None else None
     if isinstance(node, exp.Like) and not node.args.get("escape"):
         return _prefix(_sql_column(node.this), _sql_literal(node.expression))
     return None

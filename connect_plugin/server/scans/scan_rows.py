@@ -39,7 +39,7 @@ from google.protobuf.message import DecodeError
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import errors, proto
-from connect_plugin.scanning.spark.spark_source import SHORT_NAME
+from connect_plugin.scanning.spark import SHORT_NAME
 from connect_plugin.server.model.statements import Request, ScanFiles
 from connect_plugin.server.transport.plans import top_level_fields
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
-from connect_plugin.scanning.request.options import Evolution, ScanOptions
+from connect_plugin.scanning import Evolution, ScanOptions
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.model.statements import CreateScanView, Name
 from connect_plugin.server.scans.relation import Scans

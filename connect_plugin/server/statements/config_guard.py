@@ -38,7 +38,7 @@ from pyspark.sql.connect import proto as spark_proto
 from sqlglot import Dialect, Token, TokenError, TokenType
 
 from connect_plugin.errors import PlanError, SettingProtected
-from connect_plugin.scanning.spark.spark_source import SHORT_NAME
+from connect_plugin.scanning.spark import SHORT_NAME
 from connect_plugin.server.transport.plans import plan_nodes
 
 PROTECTED_KEYS: dict[str, str] = {
