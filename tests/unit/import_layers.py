@@ -3,8 +3,10 @@
 Each module's imports are read with ``ast``, not by importing it, so an
 import under ``if TYPE_CHECKING:`` or inside a function counts as much as
 any other. A ``Layering`` names a package, its parts (its sub-packages, and
-any module given a row of its own) and what each part may import of the
-others; every module not in a part belongs to the package's top, ``public``.
+any module given a row of its own), what each part may import of the
+others and of ``connect_plugin`` outside the package, and the public faces
+through which the others reach a part; every module not in a part belongs to
+the package's top, ``public``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -139,9 +141,23 @@ def said_imports(docstring: str, opening: str) -> frozenset[str] | None:
     return None
 
 
+def allows(names: frozenset[str], module: str) -> bool:
+    """Whether ``names`` allow importing ``module``: a name is the module itself, or with
+    ``.*`` the module and everything under it."""
+    return any(
+        module == name.removesuffix(".*")
+        or (name.endswith(".*") and module.startswith(name.removesuffix("*")))
+        for name in names
+    )
+
+
+PLUGIN = Path(__file__).resolve().parents[2] / "connect_plugin"
+
+
 @dataclass(frozen=True)
 class Layering:
-    """A package's parts and the table of what each may import of the others."""
+    """A package's parts, the table of what each may import of the others, and what each
+    may import of ``connect_plugin`` outside the package."""
 
     package: str
     root: Path
@@ -150,12 +166,16 @@ class Layering:
     """The part of the package's own ``__init__`` and of every module in no other part."""
     called: str
     """How a failure names the package: ``the scan``."""
-    outside: Callable[[str], str | None]
-    """Why an import of ``connect_plugin`` outside the package is refused, None if it is not."""
+    outside: Mapping[str, frozenset[str]]
+    """Each part -> the modules of ``connect_plugin`` outside the package it may import
+    (``connect_plugin.errors``; ``connect_plugin.proto.*``: the package and all in it)."""
     loose_modules_are_public: bool = False
     """Whether a module directly in the package, in no sub-package, belongs to ``public``
     (the server's composition root) rather than being a part of its own (the scan's
     ``choices``)."""
+    faces: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """A part -> the only modules of it that other parts may import (its public face);
+    a part not named here may be imported anywhere."""
 
     def modules(self) -> dict[str, Path]:
         return modules(self.root, self.package)
@@ -173,23 +193,30 @@ class Layering:
         return first
 
     def forbidden(self, name: str, path: Path, known: Mapping[str, Path]) -> Iterator[str]:
-        """Each import of module ``name`` (at ``path``) that the table and ``outside`` do not
-        allow, as its file, line and what it imports."""
+        """Each import of module ``name`` (at ``path``) that the table, the faces and the
+        outside rows do not allow, as its file, line and what it imports."""
         part = self.part(name)
         allowed = self.layers.get(part, frozenset())
         rule = f"{part} may import {', '.join(sorted(allowed)) or 'nothing'} of {self.called}"
+        outside = self.outside.get(part, frozenset())
         where = path.relative_to(self.root) if path.is_relative_to(self.root) else path
-        for line, imported in imports(name, path, known, everywhere=True):
+        everything = {**modules(PLUGIN, "connect_plugin"), **known}
+        for line, imported in imports(name, path, everything, everywhere=True):
+            if imported.split(".")[0] != "connect_plugin":
+                continue
             target = within(imported, known)
             if target is None:
-                if imported.split(".")[0] != "connect_plugin":
-                    continue
-                refusal = self.outside(imported)
-                if refusal is not None:
-                    yield f"{where} line {line} imports {imported} ({refusal})"
+                module = within(imported, everything) or imported
+                if not allows(outside, module):
+                    said = ", ".join(sorted(outside)) or "nothing"
+                    yield f"{where} line {line} imports {module} ({part} may import {said} outside {self.called})"
                 continue
-            if self.part(target) not in allowed | {part}:
+            other = self.part(target)
+            if other not in allowed | {part}:
                 yield f"{where} line {line} imports {imported} ({rule})"
+            elif other != part and other in self.faces and target not in self.faces[other]:
+                face = ", ".join(sorted(self.faces[other]))
+                yield f"{where} line {line} imports {target} ({other} is reached through {face})"
 
     def problems(self) -> list[str]:
         """Every way the package's modules break the table: a part the table has no row for,
