@@ -57,6 +57,7 @@ from connect_plugin.server.model.statements import (
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.own_responses import SYNTHETIC_RESPONSE_PREFIX, OwnResponses
+from connect_plugin.server.scans.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
@@ -64,7 +65,6 @@ from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.views import uncache
 from connect_plugin.server.sessions.writes import ProgressSink, stop_writes
-from connect_plugin.server.statements.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.statements.config_guard import ConfigGuard
 from connect_plugin.server.statements.dispatch import Dispatcher, SqlSite, replace_command
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome

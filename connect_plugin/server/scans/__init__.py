@@ -2,7 +2,8 @@
 
 Owns turning a plugin ``Scan`` relation into a read of the scan data source
 (``relation``), with the row counts that send no rows to Spark
-(``scan_counts``) and the files filters let it skip (``scan_pruning``); the
+(``scan_counts``) and the files filters let it skip (``scan_pruning``), both
+leaving whole the scans of plans a client cached (``cached_scans``); the
 rows the scans of a query read, from the metrics Spark sends back
 (``scan_rows``); ``CREATE TEMPORARY VIEW ... USING scan`` for every client
 (``scan_views``); and the rejects table of ``on_error="reject"``, a temp

@@ -55,14 +55,14 @@ from connect_plugin.scanning.spark import (
 )
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.model.statements import Name, ScanFiles
+from connect_plugin.server.scans.cached_scans import scan_key
 from connect_plugin.server.scans.rejects import RejectsTables
 from connect_plugin.server.scans.scan_counts import push_row_counts
 from connect_plugin.server.scans.scan_pruning import push_file_filters
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.temp_table import new_files_stamp
-from connect_plugin.server.statements.cached_scans import CachedScans, scan_key
-from connect_plugin.server.statements.handlers import Call, Handler, Outcome
+from connect_plugin.server.statements.handlers import CachedScans, Call, Handler, Outcome
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 

@@ -22,7 +22,8 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin import proto
 from connect_plugin.scanning.spark import COUNT_COLUMN
 from connect_plugin.server.model.spark_sql import quote_identifier
-from connect_plugin.server.statements.cached_scans import CachedScans, is_cached
+from connect_plugin.server.scans.cached_scans import is_cached
+from connect_plugin.server.statements.handlers import CachedScans
 from connect_plugin.server.transport.plans import type_name_of, unpack, walk_relations
 
 _SCAN_TYPE = proto.Scan.DESCRIPTOR.full_name

@@ -38,7 +38,8 @@ from sqlglot import exp
 
 from connect_plugin import proto
 from connect_plugin.scanning import FileFilter, PartitionFilter, predicates
-from connect_plugin.server.statements.cached_scans import CachedScans, is_cached
+from connect_plugin.server.scans.cached_scans import is_cached
+from connect_plugin.server.statements.handlers import CachedScans
 from connect_plugin.server.transport.plans import plan_nodes, type_name_of, unpack
 
 MAX_CONDITION_CHARS = 4096

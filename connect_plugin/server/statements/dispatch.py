@@ -23,8 +23,7 @@ from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
 from connect_plugin.server.model.statements import Request
 from connect_plugin.server.sessions.table_names import SESSION_QUALIFIED
-from connect_plugin.server.statements.cached_scans import CachedScans
-from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.statements.handlers import CachedScans, Call, HandlerRegistry, Outcome
 from connect_plugin.server.statements.recognition import (
     INLINE_CHARS,
     SqlText,

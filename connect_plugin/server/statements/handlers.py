@@ -17,7 +17,7 @@ handlers sharing a keyword that the table does not order.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -28,11 +28,14 @@ from connect_plugin.errors import NotSupportedYet
 from connect_plugin.server.model.statements import Request
 from connect_plugin.server.sessions.writes import ProgressSink
 from connect_plugin.server.statements import results
-from connect_plugin.server.statements.cached_scans import CachedScans
 from connect_plugin.server.statements.recognition import Cursor, Rule
 from connect_plugin.server.transport.upstream import SessionContext
 
 R = TypeVar("R", bound=Request)
+
+CachedScans = Collection[bytes]
+"""The keys of a session's scans in plans it persisted, which rewrites leave whole (see
+``scans.cached_scans``)."""
 
 
 @dataclass(frozen=True)

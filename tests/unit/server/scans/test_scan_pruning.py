@@ -22,13 +22,13 @@ from connect_plugin.scanning.request.predicates import (
     NoneOf,
     PartitionFilter,
 )
+from connect_plugin.server.scans.cached_scans import scan_key, scans_in, track, unrewritten
 from connect_plugin.server.scans.scan_pruning import (
     MAX_CHAIN,
     MAX_CONDITION_CHARS,
     push_file_filters,
     read_sql,
 )
-from connect_plugin.server.statements.cached_scans import scan_key, scans_in, track, unrewritten
 from connect_plugin.server.transport.plans import plan_nodes
 from tests.unit.server.scans.test_scans import Client, Session, request, scan_plan
 
