@@ -34,6 +34,7 @@ from typing import Any, Generic, TypeVar
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConnectPluginError
+from connect_plugin.server.sessions.registry import Session
 
 log = logging.getLogger(__name__)
 
@@ -333,6 +334,22 @@ class Answer:
 class Answers(Kept[Answer]):
     """The gateway's own answers by operation, until a ``ReleaseExecute`` of all of an
     operation's responses or ``keep_s``."""
+
+
+class DroppedWithSessions:
+    """What is kept by operation (running statements, follow-ups, answers) goes when its
+    session ends: the registry's part (``SessionPart``) for them, which holds no session."""
+
+    def __init__(self, *kept: Detached | Kept[Any]) -> None:
+        self._kept = kept
+
+    def holds(self, session: Session) -> bool:
+        return False
+
+    def let_go(self, session: Session, *, ended: bool) -> None:
+        if ended:
+            for kept in self._kept:
+                kept.drop_session(*session.key)
 
 
 def once(finish: FollowUp) -> FollowUp:

@@ -29,6 +29,7 @@ from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.scans.rejects import RejectsTables
 from connect_plugin.server.scans.relation import ScanHandler, Scans
 from connect_plugin.server.scans.scan_rows import ScanRows
+from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.expiry import SessionWatch
@@ -186,6 +187,7 @@ class Gateway:
         self.recovery = Recovery(config, registry, workspace, upstream, release)
         await self.recovery.run()
         metrics = self._serve_metrics(registry)
+        scan_sessions = ScanSessions(registry)
         handlers = PluginHandlers(
             config,
             registry,
@@ -196,7 +198,9 @@ class Gateway:
                 workspace,
                 upstream,
                 None if metrics is None else metrics.bad_record,
+                scan_sessions,
             ),
+            scan_sessions,
             Cloner(registry, workspace, upstream, release, Quotas(config, registry)),
             release,
             self.audit,
@@ -320,13 +324,15 @@ def plugin_handlers(
     workspace: Workspace,
     upstream: Upstream,
     bad_records: Callable[[str, int], None] | None = None,
+    scan_sessions: ScanSessions | None = None,
 ) -> HandlerRegistry:
     """Every handler of the gateway: one per plugin message, statement and guarded command
-    (``bad_records`` hears the records the rejects tables took, with the metrics on)."""
+    (``bad_records`` hears the records the rejects tables took, with the metrics on;
+    ``scan_sessions``: what the scans keep of each session, made here if not given)."""
     tables = Tables(config, registry, workspace, upstream)
     creator = TableCreator(config, registry, workspace, upstream)
     rejects = RejectsTables(creator, tables, upstream, bad_records)
-    scans = Scans(registry, tables, upstream, rejects)
+    scans = Scans(scan_sessions or ScanSessions(registry), tables, upstream, rejects)
     return HandlerRegistry(
         [
             CreateTempTableHandler(creator),

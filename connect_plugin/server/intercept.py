@@ -23,7 +23,6 @@ ReattachExecute of its operation follows it to its answer (``detached``).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -41,6 +40,7 @@ from connect_plugin.server.detached import (
     Answer,
     Answers,
     Detached,
+    DroppedWithSessions,
     FollowUp,
     FollowUps,
     Key,
@@ -57,8 +57,8 @@ from connect_plugin.server.model.statements import (
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.own_responses import SYNTHETIC_RESPONSE_PREFIX, OwnResponses
-from connect_plugin.server.scans.cached_scans import clears_cache, track, unrewritten
 from connect_plugin.server.scans.scan_rows import ScanRows, scan_policy
+from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry
@@ -99,6 +99,7 @@ class PluginHandlers:
         sessions: SessionRegistry,
         upstream: Upstream,
         handlers: HandlerRegistry,
+        scan_sessions: ScanSessions,
         cloner: Cloner,
         release: SessionRelease,
         audit: AuditLog | None = None,
@@ -112,6 +113,7 @@ class PluginHandlers:
         self._sessions = sessions
         self._upstream = upstream
         self._handlers = handlers
+        self._scan_sessions = scan_sessions
         self._cloner = cloner
         self._release = release
         self._responses = OwnResponses(sessions)
@@ -120,6 +122,7 @@ class PluginHandlers:
         self.detached = Detached(config.detached_timeout_s)
         self.follow_ups = FollowUps(config.detached_timeout_s)
         self.answers = Answers(config.detached_timeout_s)
+        sessions.add_part(DroppedWithSessions(self.detached, self.follow_ups, self.answers))
 
     def _has_tables(self, user_id: str, session_id: str) -> bool:
         session = self._sessions.find(user_id, session_id)
@@ -166,10 +169,6 @@ class PluginHandlers:
             raise NotSupportedYet(f"[{works[0].type_name}] cannot be used in a {method} request")
         return None
 
-    def _cached_scans(self, request: Any) -> Counter[bytes]:
-        session = self._sessions.find(request.user_context.user_id, request.session_id)
-        return Counter() if session is None else session.cached_scans
-
     async def execute_plan(
         self, method: str, request: spark_proto.ExecutePlanRequest, context: Any
     ) -> Interception | None:
@@ -177,9 +176,8 @@ class PluginHandlers:
         if read_back:
             self._keep(request, Answer(read_back, None))
             return Interception(answered=read_back)
-        cached = self._cached_scans(request)
-        if cached and clears_cache(request.plan):
-            cached.clear()
+        self._scan_sessions.executed(request)
+        cached = self._scan_sessions.cached(request.user_context.user_id, request.session_id)
         works = self._dispatch.plugin_work(request, request.session_id, cached=cached)
         site = SqlSite.of(request.plan)
         statement = await self._dispatch.statement(request, site)
@@ -248,12 +246,9 @@ class PluginHandlers:
     ) -> Interception | None:
         """Plugin relations analysed without their side effects; the scans a persisted plan
         holds unrewritten are counted as cached (``cached_scans``)."""
-        cached = self._cached_scans(request)
+        cached = self._scan_sessions.cached(request.user_context.user_id, request.session_id)
         works = self._dispatch.plugin_work(request, request.session_id, cached=cached)
-        keys = unrewritten(request)
-        if keys:
-            user_id, session_id = request.user_context.user_id, request.session_id
-            track(request, keys, self._sessions.open(user_id, session_id).cached_scans)
+        self._scan_sessions.analysed(request)
         if not works:
             return None
         call = Call(_context(request, context), _no_progress)
@@ -351,7 +346,7 @@ class PluginHandlers:
         ``stop_python_workers``, stop its Python workers: its server-side id is asked for
         first when no response has named it yet)."""
         session = self._sessions.open(request.user_context.user_id, request.session_id)
-        session.release_asked = True
+        self._sessions.asked_release(session)
         upstream = self._upstream.session(_context(request, context))
         if session.writes:
             await stop_writes(session, upstream, self.config.recovery_timeout_s)
@@ -361,9 +356,9 @@ class PluginHandlers:
             await learn_server_side_session(self._sessions, session, upstream)
 
         async def release() -> None:
+            # Its statements end now, rather than keep the release waiting for the one
+            # running; what is kept of its operations goes as the registry forgets it.
             self.detached.drop_session(*session.key)
-            self.follow_ups.drop_session(*session.key)
-            self.answers.drop_session(*session.key)
             await self._release.forget(session)
 
         return Interception(finish=release)

@@ -13,6 +13,7 @@ Spark never sent them.
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -23,13 +24,28 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
 
 SYNTHETIC_RESPONSE_PREFIX = "connect-plugin-progress-"
+ANSWERS_KEPT = 16
+"""Statement results per session whose read-back the gateway answers itself."""
 
 
 class OwnResponses:
-    """The responses the gateway makes for the sessions of ``sessions``."""
+    """The responses the gateway makes for the sessions of ``sessions``.
+
+    It keeps, with each session's object, the Arrow data of the last
+    ``ANSWERS_KEPT`` statement results it answered itself, whose read-back it
+    answers too: the registry's part (``SessionPart``) for them.
+    """
 
     def __init__(self, sessions: SessionRegistry) -> None:
         self._sessions = sessions
+        self._answered: dict[Session, deque[bytes]] = {}
+        sessions.add_part(self)
+
+    def holds(self, session: Session) -> bool:
+        return False
+
+    def let_go(self, session: Session, *, ended: bool) -> None:
+        self._answered.pop(session, None)
 
     def _answering(
         self, request: spark_proto.ExecutePlanRequest, kinds: Sequence[str]
@@ -61,7 +77,8 @@ class OwnResponses:
             return ()
         session, responses = answering
         responses[0].sql_command_result.relation.CopyFrom(result)
-        session.answered.append(result.local_relation.data)
+        kept = self._answered.setdefault(session, deque(maxlen=ANSWERS_KEPT))
+        kept.append(result.local_relation.data)
         return tuple(responses)
 
     def read_back(
@@ -74,7 +91,8 @@ class OwnResponses:
             return ()
         local = plan.root.local_relation
         session = self._sessions.find(request.user_context.user_id, request.session_id)
-        if session is None or local.HasField("schema") or local.data not in session.answered:
+        answered = () if session is None else self._answered.get(session, ())
+        if session is None or local.HasField("schema") or local.data not in answered:
             return ()
         rows = pa.ipc.open_stream(local.data).read_all()
         answering = self._answering(request, ("schema", "arrow_batch", "result_complete"))
@@ -94,8 +112,9 @@ class OwnResponses:
         """The progress of the gateway's own work (``upstream``, from the Spark job it ran) as
         a response to ``request``; the session learns its server-side id from it."""
         session = self._sessions.find(request.user_context.user_id, request.session_id)
-        if session is not None and not session.server_side_session_id:
-            session.server_side_session_id = upstream.server_side_session_id
+        known = upstream.server_side_session_id
+        if session is not None and not session.server_side_session_id and known:
+            self._sessions.record_server_side_session(session, known)
         response = spark_proto.ExecutePlanResponse(
             session_id=request.session_id,
             server_side_session_id=upstream.server_side_session_id,

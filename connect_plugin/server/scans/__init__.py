@@ -1,7 +1,8 @@
 """Scans in the gateway: the plugin's ``Scan`` relation and SQL's scan views, read by Spark.
 
 Owns turning a plugin ``Scan`` relation into a read of the scan data source
-(``relation``), with the row counts that send no rows to Spark
+(``relation``), registered once in each session (``scan_sessions``, the
+scans' own record of a session), with the row counts that send no rows to Spark
 (``scan_counts``) and the files filters let it skip (``scan_pruning``), both
 leaving whole the scans of plans a client cached (``cached_scans``); the
 rows the scans of a query read, from the metrics Spark sends back

@@ -1,9 +1,8 @@
 """Turning a plugin ``Scan`` relation into a read of the scan data source.
 
-The gateway registers the scan's Python data source once per session (the
-class is pickled by reference, so Spark's Python workers import it from the
-installed ``connect_plugin``; the client never ships code) and replaces the
-``Scan`` node by ``Read.DataSource`` with the scan spec as an option. The
+The gateway registers the scan's Python data source once per session
+(``scan_sessions``) and replaces the ``Scan`` node by ``Read.DataSource``
+with the scan spec as an option. The
 Filters straight above a scan prune its files through the spec
 (``scan_pruning``), never through Spark's filter pushdown for Python data
 sources, whose state outlives the query that pushed it.
@@ -23,13 +22,11 @@ scan are rewritten before dispatch into scans that decode no values
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 from google.protobuf.message import Message
-from pyspark.serializers import CloudPickleSerializer
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -55,12 +52,10 @@ from connect_plugin.scanning.spark import (
 )
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.model.statements import Name, ScanFiles
-from connect_plugin.server.scans.cached_scans import scan_key
 from connect_plugin.server.scans.rejects import RejectsTables
 from connect_plugin.server.scans.scan_counts import push_row_counts
 from connect_plugin.server.scans.scan_pruning import push_file_filters
-from connect_plugin.server.sessions.python_workers import learn_server_side_session
-from connect_plugin.server.sessions.registry import SessionRegistry
+from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.sessions.temp_table import new_files_stamp
 from connect_plugin.server.statements.handlers import CachedScans, Call, Handler, Outcome
 from connect_plugin.server.tables.catalog import Tables
@@ -107,12 +102,12 @@ class Scans:
 
     def __init__(
         self,
-        registry: SessionRegistry,
+        sessions: ScanSessions,
         tables: Tables,
         upstream: Upstream,
         rejects: RejectsTables,
     ) -> None:
-        self._registry = registry
+        self._sessions = sessions
         self._tables = tables
         self._upstream = upstream
         self._rejects = rejects
@@ -125,27 +120,10 @@ class Scans:
         file_filter = _file_filter(message.file_filter)
         spec, stamp = await self._spec(upstream, session, options, file_filter)
         if stamp:
-            stamp = self._kept_stamp(session, message, stamp)
+            stamp = self._sessions.kept_stamp(session, message, stamp)
         return await self._source(
             upstream, call, spec, count_rows=message.count_rows, files_stamp=stamp
         )
-
-    def _kept_stamp(self, context: SessionContext, message: proto.Scan, stamp: str) -> str:
-        """The files stamp a scan of a temp table carries: its table's, except for a scan
-        that a plan the session persisted holds, which keeps the stamp it was persisted
-        with, so that Spark still finds that plan's cache (as a cached read of files keeps
-        the rows it read) and ``unpersist`` releases it."""
-        found = self._registry.find(context.user_id, context.session_id)
-        if found is None:
-            return stamp
-        key = scan_key(message)
-        kept = found.scan_stamps
-        if key in found.cached_scans and key in kept:
-            return kept[key]
-        for old in [k for k in kept if k not in found.cached_scans]:
-            del kept[old]
-        kept[key] = stamp
-        return stamp
 
     async def options_read(self, call: Call, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
@@ -172,7 +150,7 @@ class Scans:
         after = None
         if spec.on_error is OnError.REJECT and not count_rows:
             spec, after = await self._rejects.fill(call.context, spec, call)
-        await self._register(upstream, call.context)
+        await self._sessions.register(upstream, call.context)
         relation = spark_proto.Relation()
         source = relation.read.data_source
         source.format = ScanDataSource.name()
@@ -183,28 +161,6 @@ class Scans:
         if files_stamp:
             source.options[FILES_STAMP_OPTION] = files_stamp
         return ScanRead(relation, after)
-
-    async def _register(self, upstream: UpstreamSession, context: SessionContext) -> None:
-        """Register the scan source in the session, once (the session remembers it).
-
-        Concurrent first scans of a session wait for one registration: two
-        registrations at once make Spark refuse one (``DATA_SOURCE_ALREADY_EXISTS``).
-        The server-side session is recorded too, whose Python workers the
-        session's end reaps.
-        """
-        session = self._registry.open(context.user_id, context.session_id)
-        if session.scan_source_registered:
-            return
-        async with session.registering:
-            if session.scan_source_registered:
-                return
-            try:
-                await upstream.command(_registration())
-            except UpstreamFailed as exc:
-                raise PlanError(f"registering the scan data source failed: {exc}") from exc
-            session.scan_source_registered = True
-            if not session.server_side_session_id:
-                await learn_server_side_session(self._registry, session, upstream)
 
     async def _spec(
         self,
@@ -240,17 +196,6 @@ class Scans:
                 files_stamp=temp.files_stamp,
             )
         return await _permanent_table(upstream, name)
-
-
-def _registration() -> spark_proto.Command:
-    """The command that registers the scan data source, pickled by reference."""
-    command = spark_proto.Command()
-    registration = command.register_data_source
-    registration.name = ScanDataSource.name()
-    pickled = CloudPickleSerializer().dumps(ScanDataSource)  # type: ignore[no-untyped-call]
-    registration.python_data_source.command = pickled
-    registration.python_data_source.python_ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return command
 
 
 async def _provided_schema(upstream: UpstreamSession, schema: object) -> pa.Schema | None:

@@ -1,7 +1,9 @@
 """Sessions as the gateway keeps them, with their temp tables' files and views, from start to end.
 
 Owns a temporary table as the gateway knows it (``temp_table``) and how one
-is named (``table_names``); the registry of sessions (``registry``) and where
+is named (``table_names``); the registry of sessions (``registry``), the one
+writer of a session's fields, which asks the other parts keeping something
+per session whether it holds anything and tells them when it goes; where
 it survives the gateway (``store``, in the gateway's own private files,
 ``private_files``); each session's folder (``workspace``); what a user may
 hold (``quotas``); whether the upstream still has a session (``liveness``);

@@ -133,7 +133,7 @@ class SessionWatch:
     def failed(self, key: SessionKey, error: grpc.aio.AioRpcError) -> None:
         """An upstream error of the session: some say the session is gone."""
         session = self._registry.find(*key)
-        if session is None or not session.holds_state() or session.release_asked:
+        if session is None or not self._registry.holds_state(session) or session.release_asked:
             return
         failure = upstream_failure(error)
         if liveness_of(failure) is Liveness.GONE:
@@ -190,7 +190,7 @@ class SessionWatch:
         watched = [
             session
             for session in self._registry.sessions()
-            if session.state is Lifecycle.ACTIVE and session.holds_state()
+            if session.state is Lifecycle.ACTIVE and self._registry.holds_state(session)
         ]
         await asyncio.gather(*(one(session) for session in watched))
 

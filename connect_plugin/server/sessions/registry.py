@@ -1,11 +1,18 @@
 """Sessions as the gateway knows them: one object per (user, session), one registry.
 
-A ``Session`` holds everything the gateway keeps about one Spark Connect
-session: its temp tables, the CTTAS writes running in it, the server-side
-session id Spark gave it, its activity, whether the scan source is
-registered in it. The ``SessionRegistry`` owns these objects, in memory, and
-writes table changes through to a ``SessionStore`` (SQLite by default) so a
-restarted gateway loads the same sessions and tables. A session that holds
+A ``Session`` holds what the registry keeps about one Spark Connect session:
+its temp tables, the CTTAS writes running in it, the server-side session id
+Spark gave it, its activity and its lifecycle. The ``SessionRegistry`` owns
+these objects, in memory, and writes table changes through to a
+``SessionStore`` (SQLite by default) so a restarted gateway loads the same
+sessions and tables. Every change to a session's fields is one of the
+registry's methods (``tests/unit/server/sessions/test_session_owner.py``
+holds the rest of the gateway to that).
+
+What other parts keep per session is theirs (the scans' registration of
+their data source and cached scans, the answers the gateway gave itself):
+each is a ``SessionPart`` the registry asks whether a session holds anything
+there, and tells when it lets a session go or the session ended. A session that holds
 nothing has no object: the registry only counts its calls in flight (a dict
 update per call, on the path of every RPC), so that a session made during a
 long call (a CTTAS) knows the call is still running.
@@ -42,6 +49,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from google.protobuf.message import Message
 
@@ -121,8 +129,19 @@ class Lifecycle(enum.Enum):
     GONE = "gone"
 
 
-ANSWERS_KEPT = 16
-"""Statement results per session whose read-back the gateway answers itself."""
+class SessionPart(Protocol):
+    """What another part of the gateway keeps per session, beside the registry's own.
+
+    ``holds``: whether forgetting the session now would lose something of
+    the part's (the registry then keeps the session's object); ``let_go``:
+    the registry keeps no object for the session any more, because it holds
+    nothing (``ended`` False) or because the session ended: released,
+    expired, lost (``ended`` True).
+    """
+
+    def holds(self, session: Session) -> bool: ...
+
+    def let_go(self, session: Session, *, ended: bool) -> None: ...
 
 @dataclass(eq=False)
 class Session:
@@ -140,22 +159,9 @@ class Session:
     last_activity: float = field(default_factory=now)
     """Wall-clock time of the last call's start or end (the registry's clock)."""
     persisted_activity: float = 0.0
-    scan_source_registered: bool = False
     release_asked: bool = False
     """The client asked Spark to release the session: calls of it that fail meanwhile
     because Spark no longer has it are the release, not a loss."""
-    registering: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """Held while the scan data source is registered, so that it is registered once."""
-    cached_scans: collections.Counter[bytes] = field(default_factory=collections.Counter)
-    """Scans in plans the client persisted, which rewrites leave whole (``cached_scans``)."""
-    scan_stamps: dict[bytes, str] = field(default_factory=dict)
-    """The files stamp each scan of a temp table was last read with, kept for the scans of
-    ``cached_scans`` (``Scans.read``)."""
-    answered: collections.deque[bytes] = field(
-        default_factory=lambda: collections.deque(maxlen=ANSWERS_KEPT)
-    )
-    """The Arrow data of the last statement results the gateway answered itself, whose
-    read-back it answers too."""
     stored: bool = False
     """Whether the store has a row for the session (it has or had a table)."""
     state: Lifecycle = Lifecycle.ACTIVE
@@ -169,13 +175,12 @@ class Session:
     def key(self) -> SessionKey:
         return (self.user_id, self.session_id)
 
-    def holds_state(self) -> bool:
-        """Whether forgetting the session now would lose anything."""
+    def holds_own_state(self) -> bool:
+        """Whether forgetting the session now would lose anything of the registry's."""
         return bool(
             self.tables
             or self.creating
             or self.writes
-            or self.scan_source_registered
             or self.stored
             or self.state in (Lifecycle.REPAIRING, Lifecycle.RELEASING)
         )
@@ -202,6 +207,15 @@ class SessionRegistry:
         """Calls in flight per session, by the epoch they began in."""
         self._epoch = 0
         self._after_calls: dict[SessionKey, list[tuple[int, Callable[[], None]]]] = {}
+        self._parts: list[SessionPart] = []
+
+    def add_part(self, part: SessionPart) -> None:
+        """Ask ``part`` whether a session holds anything, and tell it when one goes."""
+        self._parts.append(part)
+
+    def holds_state(self, session: Session) -> bool:
+        """Whether forgetting the session now would lose anything, here or in a part."""
+        return session.holds_own_state() or any(part.holds(session) for part in self._parts)
 
     def close(self) -> None:
         self.store.close()
@@ -308,13 +322,24 @@ class SessionRegistry:
 
     def let_go_if_idle(self, session: Session) -> None:
         """Keep no object for a session with no call in flight and nothing to remember."""
-        if session.key not in self._calls and not session.holds_state():
+        if session.key not in self._calls and not self.holds_state(session):
             self._unlist(session)
+            self._let_go(session, ended=False)
 
     def forget(self, session: Session) -> None:
-        """The session is gone: no part of the gateway may act on this object any more."""
+        """The session is gone: no part of the gateway may act on this object any more.
+
+        The parts hear that it ended unless another object of the same session is
+        listed already (the client went on in a new one, whose state is not this one's).
+        """
         session.move_to(Lifecycle.GONE)
+        listed = self._sessions.get(session.key)
         self._unlist(session)
+        self._let_go(session, ended=listed is None or listed is session)
+
+    def _let_go(self, session: Session, *, ended: bool) -> None:
+        for part in self._parts:
+            part.let_go(session, ended=ended)
 
     def _unlist(self, session: Session) -> None:
         if self._sessions.get(session.key) is session:
@@ -340,6 +365,40 @@ class SessionRegistry:
             yield session
         finally:
             session.lock.release()
+
+    @asynccontextmanager
+    async def creating(self, user_id: str, session_id: str, name: str) -> AsyncIterator[Session]:
+        """The session, locked for a CTTAS of ``name`` (as ``statement``), with the name
+        counted as being created (``Session.creating``) from this call on, while it waits
+        for the lock too: a DROP of the name meanwhile waits for the CTTAS."""
+        key = name.lower()
+        waiting = self.open(user_id, session_id)
+        waiting.creating[key] += 1
+        try:
+            async with self.statement(user_id, session_id) as session:
+                if session is not waiting:
+                    session.creating[key] += 1
+                    waiting.creating[key] -= 1
+                    waiting = session
+                yield session
+        finally:
+            waiting.creating[key] -= 1
+            if not waiting.creating[key]:
+                del waiting.creating[key]
+
+    def asked_release(self, session: Session) -> None:
+        """The client asked Spark to release the session (``Session.release_asked``)."""
+        session.release_asked = True
+
+    @staticmethod
+    def write_began(session: Session, operation_id: str, name: str) -> None:
+        """A write of table ``name``'s files runs upstream as ``operation_id``."""
+        session.writes[operation_id] = name
+
+    @staticmethod
+    def write_ended(session: Session, operation_id: str) -> bool:
+        """The write ``operation_id`` no longer runs; False if it was not running."""
+        return session.writes.pop(operation_id, None) is not None
 
     # Write-through steps; the caller holds the session's lock and does the
     # file and upstream work in between, in the order the store's docstring gives.
@@ -400,6 +459,15 @@ class SessionRegistry:
     def begin_drop(self, tables: Iterable[TempTable]) -> None:
         """Mark tables ``dropping`` before their views and files go."""
         self.store.set_state([t.location for t in tables], TableState.DROPPING)
+
+    def unlist_all(self, session: Session) -> list[TempTable]:
+        """Mark every table of the session ``dropping`` and unlist them: clients no longer
+        see them; their rows stay until their files go."""
+        tables = list(session.tables.values())
+        if tables:
+            self.begin_drop(tables)
+            session.tables.clear()
+        return tables
 
     def cancel_drop(self, table: TempTable) -> None:
         """Dropping failed before anything was removed: the table stays ``ready``."""

@@ -63,12 +63,8 @@ class SessionRelease:
         The caller holds the session's lock (or owns the object outright).
         When the folder cannot be deleted the rows stay, for the next start.
         """
-        tables = list(session.tables.values())
-        for table in tables:
+        for table in self._registry.unlist_all(session):
             log.info("Temporary table [%s] is being dropped.", table.name)
-        if tables:
-            self._registry.begin_drop(tables)
-            session.tables.clear()
         self._registry.forget(session)
         if self._ended is not None:
             self._ended(session)

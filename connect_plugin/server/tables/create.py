@@ -94,20 +94,8 @@ class TableCreator:
     ) -> Outcome:
         name = check_table_name(request.name)
         upstream = self._upstream.session(context)
-        key = name.lower()
-        waiting = self._registry.open(context.user_id, context.session_id)
-        waiting.creating[key] += 1
-        try:
-            async with self._registry.statement(context.user_id, context.session_id) as session:
-                if session is not waiting:
-                    session.creating[key] += 1
-                    waiting.creating[key] -= 1
-                    waiting = session
-                return await self._create(session, context, upstream, request, name, progress)
-        finally:
-            waiting.creating[key] -= 1
-            if not waiting.creating[key]:
-                del waiting.creating[key]
+        async with self._registry.creating(context.user_id, context.session_id, name) as session:
+            return await self._create(session, context, upstream, request, name, progress)
 
     async def _create(
         self,
@@ -236,7 +224,7 @@ class TableCreator:
         operation_id, marking = str(uuid.uuid4()), str(uuid.uuid4())
         self._registry.begin_create(session, table, operation_id, upstream.server_side_session_id)
         viewing = False
-        session.writes[operation_id] = table.name
+        self._registry.write_began(session, operation_id, table.name)
         try:
             written = await write_files(
                 upstream,
@@ -250,13 +238,13 @@ class TableCreator:
                 metrics=metrics,
                 rows_at=rows_at,
             )
-            del session.writes[operation_id]
+            self._registry.write_ended(session, operation_id)
             if table.partition_columns and written.rows == 0:
-                session.writes[marking] = table.name
+                self._registry.write_began(session, marking, table.name)
                 await write_null_partition(
                     upstream, table, progress=progress, operation_id=marking, outcome=outcome
                 )
-                del session.writes[marking]
+                self._registry.write_ended(session, marking)
             if before_swap is not None:
                 written = await before_swap(written)
             size = await asyncio.to_thread(self._workspace.secure, table.location)
@@ -265,11 +253,12 @@ class TableCreator:
             viewing = True
             await create_view(upstream, table, replace=taken, outcome=outcome)
         except BaseException:
-            session.writes.pop(operation_id, None)
+            self._registry.write_ended(session, operation_id)
             # Also when the client went away (cancelled): the undo must run to its end.
             # A name taken by a plain view of the client's is not ours to give back.
             undo_view = viewing and (existing is not None or not taken)
-            writes = [operation_id, *([marking] if session.writes.pop(marking, None) else [])]
+            marked = self._registry.write_ended(session, marking)
+            writes = [operation_id, *([marking] if marked else [])]
             await to_the_end(self._undo(upstream, table, writes, existing, undo_view))
             raise
         table = dataclasses.replace(table, rows=written.rows)
@@ -337,10 +326,7 @@ class TableCreator:
             "tables go.",
             session.session_id,
         )
-        tables = list(session.tables.values())
-        self._registry.begin_drop(tables)
-        session.tables.clear()
-        for table in tables:
+        for table in self._registry.unlist_all(session):
             self._remove_files(table)
 
     def _remove_files(self, table: TempTable) -> None:

@@ -16,7 +16,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.sessions.expiry import spark_duration_s
-from connect_plugin.server.sessions.registry import Lifecycle
+from connect_plugin.server.sessions.registry import Lifecycle, Session
 from connect_plugin.server.sessions.store import now
 from tests.unit.server.fake_upstream import FakeUpstream
 from tests.unit.server.session_state import config, session_state, stage_table
@@ -145,7 +145,7 @@ def test_a_call_that_raced_the_sessions_release_is_no_loss(
             async with session_state(config(workspace, spark.address)) as state:
                 session = state.registry.find(USER, releasing)
                 assert session is not None
-                session.release_asked = True
+                state.registry.asked_release(session)
                 state.watch.failed(session.key, rpc_error(CHANGED, releasing))
                 await state.watch.settle()
                 session.release_asked = False
@@ -172,12 +172,14 @@ def test_what_the_gateway_keeps_about_a_session_goes_when_spark_forgets_it(
             session_state(config(workspace, spark.address)) as state,
         ):
             watch, registry = state.watch, state.registry
+            holding = _Holding()
+            registry.add_part(holding)
             for session_id in (scanned, plain):
                 spark.open(USER, session_id)
                 call = watch.begin(_request(session_id))
                 assert call is not None
                 if session_id == scanned:
-                    registry.open(USER, session_id).scan_source_registered = True
+                    holding.held.add(registry.open(USER, session_id))
                 watch.end(call)
             assert registry.find(USER, plain) is None, "a session holding nothing is not kept"
             assert registry.find(USER, scanned) is not None
@@ -191,5 +193,23 @@ def test_what_the_gateway_keeps_about_a_session_goes_when_spark_forgets_it(
             await watch.sweep()
             assert registry.find(USER, scanned) is None
             assert len(registry) == 0
+            assert holding.ended == [(USER, scanned)], "the part hears the session ended"
 
     asyncio.run(scenario())
+
+
+class _Holding:
+    """A part of the gateway holding something of the sessions it was given (as the scans
+    hold their data source's registration), told when each one goes."""
+
+    def __init__(self) -> None:
+        self.held: set[Session] = set()
+        self.ended: list[tuple[str, str]] = []
+
+    def holds(self, session: Session) -> bool:
+        return session in self.held
+
+    def let_go(self, session: Session, *, ended: bool) -> None:
+        self.held.discard(session)
+        if ended:
+            self.ended.append(session.key)
