@@ -35,6 +35,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import ConnectPluginError
 from connect_plugin.server.sessions.registry import Session
+from connect_plugin.server.transport.interception import Interception
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,24 @@ Key = tuple[str, str, str]
 """(user id, session id, operation id) of a client's operation."""
 
 
+def key_of(
+    request: spark_proto.ExecutePlanRequest
+    | spark_proto.ReattachExecuteRequest
+    | spark_proto.ReleaseExecuteRequest,
+) -> Key:
+    """The operation a request names."""
+    return (request.user_context.user_id, request.session_id, request.operation_id)
+
+
+def reattachable(request: spark_proto.ExecutePlanRequest) -> bool:
+    """Whether the client may reattach to the execution: it named the operation and asked
+    for it."""
+    return bool(request.operation_id) and any(
+        o.HasField("reattach_options") and o.reattach_options.reattachable
+        for o in request.request_options
+    )
+
+
 class Running(Generic[P, T]):
     """One statement's work, and the progress it reports to whichever client stream
     follows it.
@@ -53,9 +72,9 @@ class Running(Generic[P, T]):
     ``keep_s``: how long the work goes on with no stream following it (0: it
     is cancelled as the last stream ends); ``forget`` runs once, when no
     stream will follow it again. ``settle`` is the caller's: what a stream
-    that saw the work end does with its result; ``unclaimed``, what is done
-    with the result of work that ended with no stream left to take it
-    (``closing`` runs it).
+    that saw the work end does with its result (the ``Interception`` the
+    stream goes on with); ``unclaimed``, what is done with the result of work
+    that ended with no stream left to take it (``closing`` runs it).
     """
 
     def __init__(
@@ -63,7 +82,7 @@ class Running(Generic[P, T]):
         work: Callable[[Callable[[P], None]], Awaitable[T]],
         keep_s: float,
         forget: Callable[[], None] = lambda: None,
-        settle: Callable[[Any, T], None] | None = None,
+        settle: Callable[[T], Interception] | None = None,
         unclaimed: Callable[[T], Awaitable[None]] | None = None,
     ) -> None:
         self.progress: asyncio.Queue[P] = asyncio.Queue()
@@ -145,7 +164,7 @@ class Detached:
         self,
         key: Key | None,
         work: Callable[[Callable[[P], None]], Awaitable[T]],
-        settle: Callable[[Any, T], None] | None = None,
+        settle: Callable[[T], Interception] | None = None,
         unclaimed: Callable[[T], Awaitable[None]] | None = None,
     ) -> Running[P, T]:
         """Run ``work``; with a ``key``, a ``ReattachExecute`` of it finds it (``find``)

@@ -207,9 +207,9 @@ class Gateway:
             None if metrics is None else metrics.statement,
             None if metrics is None else ScanRows(metrics.scanned, metrics.bad_record),
         )
-        self.detached = handlers.detached
-        self.follow_ups = handlers.follow_ups
-        self.answers = handlers.answers
+        self.detached = handlers.statements.running
+        self.follow_ups = handlers.statements.follow_ups
+        self.answers = handlers.statements.answers
         self.watch = SessionWatch(config, registry, upstream, release)
         if metrics is not None:
             metrics.watch_actions(self.watch.figures, self.recovery)

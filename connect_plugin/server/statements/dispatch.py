@@ -97,6 +97,48 @@ class SqlSite:
             replace_node(self.plan.root, result)
 
 
+@dataclass(frozen=True)
+class Recognised:
+    """What the gateway handles in an ExecutePlan: the statement or (``command``) the
+    DataFrame command at its plan's root, and its plugin relations (``works``)."""
+
+    site: SqlSite | None
+    root: Request | None
+    works: list[Work]
+    command: bool = False
+
+    def requests(self) -> list[Request]:
+        """Every request handled, the root's first."""
+        return [*([self.root] if self.root is not None else []), *self.plugin_requests()]
+
+    def plugin_requests(self) -> list[Request]:
+        return [r for w in self.works for r in w.requests()]
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the gateway may answer the request itself: its whole plan is a command
+        (a SQL command or a DataFrame command), with no plugin relation."""
+        return not self.works and (self.command or (self.site is not None and self.site.command))
+
+    def check_changes(self) -> None:
+        """At most one request that changes temp tables, or none of it happens."""
+        changing = [r for r in self.requests() if r.changes_tables]
+        if len(changing) > 1:
+            raise PlanError(
+                "a request may change at most one temporary table, and this one holds "
+                + ", ".join(r.describe() for r in changing)
+                + "; send them one at a time"
+            )
+
+    def put_result(self, plan: spark_proto.Plan, result: spark_proto.Relation) -> None:
+        """The root's result takes its place in the plan."""
+        if self.command:
+            replace_command(plan, result)
+        else:
+            assert self.site is not None, "only statements give results for the plan"
+            self.site.put_result(result)
+
+
 def replace_command(plan: spark_proto.Plan, result: spark_proto.Relation) -> None:
     """A command the gateway did itself (a DataFrame write into a temp table) becomes a SQL
     command of its result, so the client's request runs and answers as it would."""
@@ -175,6 +217,20 @@ class Dispatcher:
             found.append(extension)
         return found
 
+    async def recognise(
+        self, request: spark_proto.ExecutePlanRequest, cached: CachedScans = ()
+    ) -> Recognised | None:
+        """The plugin relations of the request's plan and the statement or command at its
+        root; None when it holds none of them."""
+        works = self.plugin_work(request, request.session_id, cached=cached)
+        site = SqlSite.of(request.plan)
+        statement = await self.statement(request, site)
+        command = self.command(request.plan) if statement is None else None
+        if not works and statement is None and command is None:
+            return None
+        root = statement if statement is not None else command
+        return Recognised(site, root, works, command=command is not None)
+
     async def statement(
         self, request: spark_proto.ExecutePlanRequest, site: SqlSite | None
     ) -> Request | None:
@@ -199,18 +255,6 @@ class Dispatcher:
 
     def command(self, plan: spark_proto.Plan) -> Request | None:
         return self._registry.from_plan(plan)
-
-    @staticmethod
-    def check_changes(works: list[Work], *others: Request | None) -> None:
-        """At most one request that changes temp tables, or none of it happens."""
-        requests = [r for w in works for r in w.requests()] + [r for r in others if r is not None]
-        changing = [r for r in requests if r.changes_tables]
-        if len(changing) > 1:
-            raise PlanError(
-                "a request may change at most one temporary table, and this one holds "
-                + ", ".join(r.describe() for r in changing)
-                + "; send them one at a time"
-            )
 
     async def run(self, works: list[Work], call: Call, *, analyze: bool) -> list[Outcome]:
         """Handle each plugin relation, inner ones first, putting each result in its place."""

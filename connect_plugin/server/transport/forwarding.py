@@ -410,8 +410,11 @@ class Forwarder:
             if handling is not None:
                 if handling.prepare is not None:
                     try:
-                        async for extra in handling.prepare(handling):
-                            yield extra.SerializeToString()
+                        async for extra in handling.prepare():
+                            if isinstance(extra, Interception):
+                                handling = extra
+                            else:
+                                yield extra.SerializeToString()
                     except ConnectPluginError as exc:
                         await self._refuse(name, exc, message, context)
                 if handling.answered:

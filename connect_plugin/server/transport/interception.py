@@ -64,12 +64,14 @@ class CallMetrics(Protocol):
     def upstream_failed(self, error: grpc.aio.AioRpcError) -> None: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Interception:
     """What the gateway does with a request instead of forwarding it as it came.
 
     ``prepare`` (streaming methods) runs first and may yield extra responses
-    for the client, such as progress, and set ``request``; ``request``
+    for the client, such as progress, and last the ``Interception`` that takes
+    this one's place for the rest of the call (what the work it ran decided:
+    the request to forward, or the answer, the follow-up...); ``request``
     replaces the client's request upstream; ``answer`` replies without asking
     upstream at all; ``finish`` runs once the upstream call has succeeded,
     before the client gets the stream's last response (a client acts on
@@ -84,7 +86,7 @@ class Interception:
 
     request: Message | None = None
     answer: Message | None = None
-    prepare: Callable[[Interception], AsyncIterator[Message]] | None = None
+    prepare: Callable[[], AsyncIterator[Message | Interception]] | None = None
     finish: Callable[[], Awaitable[None]] | None = None
     respond: Callable[[bytes], bytes] | None = None
     failed: Callable[[grpc.aio.AioRpcError], None] | None = None
@@ -98,7 +100,7 @@ class Interception:
     ``ResultComplete``, or failed): the execution may go on upstream, and the stream that
     reattaches to it and sees it end is to run ``finish``."""
     answered: Sequence[Message] = ()
-    """(streaming methods, set by ``prepare``) the responses that answer the call without
+    """(streaming methods, given by ``prepare``) the responses that answer the call without
     asking upstream; ``finish`` runs before the last of them."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import cast
 
@@ -170,9 +171,10 @@ def test_more_than_one_change_in_a_request_is_refused_naming_each() -> None:
     union = relations_pb2.Relation()
     for side, name in ((union.set_op.left_input, "a"), (union.set_op.right_input, "b")):
         side.CopyFrom(_relation_with(proto.CreateTempTableAsSelect(session_id=SESSION, name=name)))
-    works = _dispatcher().plugin_work(_execute(union), SESSION)
+    recognised = asyncio.run(_dispatcher().recognise(_execute(union)))
+    assert recognised is not None
     with pytest.raises(PlanError, match=r"\[a\].*\[b\]"):
-        Dispatcher.check_changes(works)
+        recognised.check_changes()
 
 
 def test_plugin_relations_nested_without_end_are_refused() -> None:
