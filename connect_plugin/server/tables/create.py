@@ -3,21 +3,18 @@
 Spark does the data work in the user's own session: the query result (for
 a declared table without a query, no rows of its declared columns) is
 written under ``<workspace>/<session_id>/<uuid>/``, the folder is made
-private, and a temporary view over the files gives the table its name. Each
-step is recorded in the registry before or after it happens, and every step
-that fails undoes the ones before it, so a failed statement leaves no files,
-no view and no registry entry.
+private, and a temporary view over the files gives the table its name
+(``versions``); a failed statement leaves no files, no view and no registry
+entry.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime
 import json
 import logging
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from pyspark.sql.connect import proto as spark_proto
@@ -25,35 +22,29 @@ from pyspark.sql.types import StructType
 
 from connect_plugin.config import TEMP_TABLE_FORMATS, Config
 from connect_plugin.errors import (
-    ConnectPluginError,
-    RegistryError,
     TempTableError,
     TempTableExists,
     TempTableNotFound,
     WorkspaceError,
 )
 from connect_plugin.server.model.statements import CreateTempTable, Name
-from connect_plugin.server.sessions.liveness import Liveness, liveness_of, probe
+from connect_plugin.server.sessions.liveness import Liveness, probe
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
-from connect_plugin.server.sessions.release import to_the_end
 from connect_plugin.server.sessions.table_names import check_table_name
 from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.views import create_view, drop_view, temp_view_names
+from connect_plugin.server.sessions.views import temp_view_names
 from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.sessions.writes import (
     ProgressSink,
     Written,
-    remove_for_good,
-    stop_write,
-    write_files,
 )
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import Outcome
-from connect_plugin.server.tables.partition_folders import write_null_partition
 from connect_plugin.server.tables.table_formats import layout
 from connect_plugin.server.tables.table_input import check_shape, shaped_input
 from connect_plugin.server.tables.value_checks import checked, rules
+from connect_plugin.server.tables.versions import TableVersions
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 
 log = logging.getLogger(__name__)
@@ -88,6 +79,7 @@ class TableCreator:
         self._workspace = workspace
         self._upstream = upstream
         self._quotas = Quotas(config, registry)
+        self._versions = TableVersions(config, registry, workspace)
 
     async def create(
         self, context: SessionContext, request: CreateTempTable, progress: ProgressSink
@@ -136,7 +128,7 @@ class TableCreator:
             rows=0,
             created=datetime.datetime.now(datetime.timezone.utc),
         )
-        done = await self._write_and_swap(
+        done = await self._versions.write_and_swap(
             session, upstream, table, relation, existing, taken=taken, progress=progress
         )
         return Outcome.of_rows(results.CREATED_COLUMNS, [(name, done.rows)])
@@ -188,7 +180,7 @@ class TableCreator:
                     await rewrite.check(written)
                 return written
 
-            written = await self._write_and_swap(
+            written = await self._versions.write_and_swap(
                 session,
                 upstream,
                 new,
@@ -203,110 +195,6 @@ class TableCreator:
             )
             changed = session.tables[table.key]
         return changed, written
-
-    async def _write_and_swap(
-        self,
-        session: Session,
-        upstream: UpstreamSession,
-        table: TempTable,
-        relation: spark_proto.Relation,
-        existing: TempTable | None,
-        *,
-        taken: bool,
-        progress: ProgressSink,
-        outcome: str = "was not created",
-        metrics: Sequence[str] = (),
-        rows_at: tuple[str, int] | None = None,
-        before_swap: Callable[[Written], Awaitable[Written]] | None = None,
-    ) -> Written:
-        """Write ``table``'s files, check the quota, give it its name, forget ``existing``:
-        every step or, on any failure (the client gone too), none (caller holds the lock)."""
-        operation_id, marking = str(uuid.uuid4()), str(uuid.uuid4())
-        self._registry.begin_create(session, table, operation_id, upstream.server_side_session_id)
-        viewing = False
-        self._registry.write_began(session, operation_id, table.name)
-        try:
-            written = await write_files(
-                upstream,
-                relation,
-                table,
-                partition_columns=table.partition_columns,
-                options=table.options,
-                progress=progress,
-                operation_id=operation_id,
-                outcome=outcome,
-                metrics=metrics,
-                rows_at=rows_at,
-            )
-            self._registry.write_ended(session, operation_id)
-            if table.partition_columns and written.rows == 0:
-                self._registry.write_began(session, marking, table.name)
-                await write_null_partition(
-                    upstream, table, progress=progress, operation_id=marking, outcome=outcome
-                )
-                self._registry.write_ended(session, marking)
-            if before_swap is not None:
-                written = await before_swap(written)
-            size = await asyncio.to_thread(self._workspace.secure, table.location)
-            table = dataclasses.replace(table, size=size)
-            self._quotas.check_written(session, table, existing, outcome=outcome)
-            viewing = True
-            await create_view(upstream, table, replace=taken, outcome=outcome)
-        except BaseException:
-            self._registry.write_ended(session, operation_id)
-            # Also when the client went away (cancelled): the undo must run to its end.
-            # A name taken by a plain view of the client's is not ours to give back.
-            undo_view = viewing and (existing is not None or not taken)
-            marked = self._registry.write_ended(session, marking)
-            writes = [operation_id, *([marking] if marked else [])]
-            await to_the_end(self._undo(upstream, table, writes, existing, undo_view))
-            raise
-        table = dataclasses.replace(table, rows=written.rows)
-        self._registry.finish_create(session, table, replaced=existing)
-        if existing is not None:
-            replaced = existing
-            self._registry.after_other_calls(session, lambda: self._remove_files(replaced))
-        return written
-
-    async def _undo(
-        self,
-        upstream: UpstreamSession,
-        table: TempTable,
-        writes: Sequence[str],
-        replaced: TempTable | None,
-        undo_view: bool,
-    ) -> None:
-        """Undo a failed or abandoned CTTAS: stop Spark's writes, give the name back, delete.
-
-        If the upstream cannot say the writes stopped, the row stays
-        ``creating`` for the next start to finish.
-        """
-        try:
-            for operation_id in writes:
-                await stop_write(
-                    upstream, operation_id, table.name, self._config.recovery_timeout_s
-                )
-            if undo_view and replaced is not None:
-                await create_view(upstream, replaced, replace=True)
-            elif undo_view:
-                await drop_view(upstream, table.name)
-        except ConnectPluginError as exc:
-            if liveness_of(exc) is not Liveness.GONE:
-                log.warning(
-                    "Temporary table [%s]: cannot undo its creation now (%s); the next start "
-                    "finishes it",
-                    table.name,
-                    exc,
-                )
-                return
-        try:
-            await remove_for_good(
-                lambda: self._workspace.remove(table.location), self._config.recovery_timeout_s
-            )
-            self._registry.remove([table])
-        except (WorkspaceError, RegistryError):
-            # The client hears why the CTTAS failed, not why its undo did.
-            log.exception("Temporary table [%s]: the next start finishes undoing it", table.name)
 
     async def _drop_if_lost(self, upstream: UpstreamSession, session: Session) -> None:
         """Drop tables left from an upstream session that is gone (caller holds the lock).
@@ -327,16 +215,7 @@ class TableCreator:
             session.session_id,
         )
         for table in self._registry.unlist_all(session):
-            self._remove_files(table)
-
-    def _remove_files(self, table: TempTable) -> None:
-        """Delete the files of a dropped table; if that fails its row stays for the next start."""
-        try:
-            self._workspace.remove(table.location)
-        except WorkspaceError:
-            log.exception("deleting the files of temporary table [%s] failed", table.name)
-            return
-        self._registry.remove([table])
+            self._versions.remove_files(table)
 
     def _exists_message(self, name: str) -> str:
         return (
