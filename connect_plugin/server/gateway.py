@@ -54,6 +54,7 @@ from connect_plugin.server.tables.guards import (
     InsertIntoHandler,
 )
 from connect_plugin.server.tables.qualifier_database import warn_at_start
+from connect_plugin.server.tables.rewrites import TableRewriter
 from connect_plugin.server.tables.row_changes import (
     DeleteHandler,
     MergeHandler,
@@ -331,6 +332,7 @@ def plugin_handlers(
     ``scan_sessions``: what the scans keep of each session, made here if not given)."""
     tables = Tables(config, registry, workspace, upstream)
     creator = TableCreator(config, registry, workspace, upstream)
+    rewriter = TableRewriter(config, registry, workspace, upstream)
     rejects = RejectsTables(creator, tables, upstream, bad_records)
     scans = Scans(scan_sessions or ScanSessions(registry), tables, upstream, rejects)
     return HandlerRegistry(
@@ -341,11 +343,11 @@ def plugin_handlers(
             ReadTempTableHandler(tables),
             ScanHandler(scans),
             DropViewHandler(config, tables),
-            InsertIntoHandler(tables, creator, upstream, config.recovery_timeout_s),
-            DeleteHandler(tables, creator),
-            UpdateHandler(tables, creator),
-            MergeHandler(tables, creator),
-            TruncateHandler(tables, creator),
+            InsertIntoHandler(tables, rewriter, upstream, config.recovery_timeout_s),
+            DeleteHandler(tables, rewriter),
+            UpdateHandler(tables, rewriter),
+            MergeHandler(tables, rewriter),
+            TruncateHandler(tables, rewriter),
             CreateScanViewHandler(scans, tables, upstream),
             CreateTempViewHandler(tables),
             CreatePersistentViewHandler(tables),

@@ -10,24 +10,16 @@ entry.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import json
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-
-from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.types import StructType
 
 from connect_plugin.config import TEMP_TABLE_FORMATS, Config
 from connect_plugin.errors import (
     TempTableError,
     TempTableExists,
-    TempTableNotFound,
     WorkspaceError,
 )
-from connect_plugin.server.model.statements import CreateTempTable, Name
+from connect_plugin.server.model.statements import CreateTempTable
 from connect_plugin.server.sessions.liveness import Liveness, probe
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
@@ -37,7 +29,6 @@ from connect_plugin.server.sessions.views import temp_view_names
 from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.sessions.writes import (
     ProgressSink,
-    Written,
 )
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import Outcome
@@ -50,22 +41,6 @@ from connect_plugin.server.transport.upstream import SessionContext, Upstream, U
 log = logging.getLogger(__name__)
 
 SESSION_FORMAT_KEY = "connect_plugin.temp_table.format"
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """The new rows of a table, in its columns, and the observed metrics to report."""
-
-    relation: spark_proto.Relation
-    metric: str = ""
-    """The name of the observation in ``relation`` that counts the changes (if any)."""
-    counting: spark_proto.Relation | None = None
-    """The same counts as one row, for when Spark sends no observed metrics with a write."""
-    check: Callable[[Written], Awaitable[None]] | None = None
-    """Raises when the written rows must not become the table (the write is undone)."""
-    rows_at: int | None = None
-    """Which of the observation's values counts the rows written (the write then adds no
-    observation of its own)."""
 
 
 class TableCreator:
@@ -132,69 +107,6 @@ class TableCreator:
             session, upstream, table, relation, existing, taken=taken, progress=progress
         )
         return Outcome.of_rows(results.CREATED_COLUMNS, [(name, done.rows)])
-
-    async def rewrite(
-        self,
-        context: SessionContext,
-        name: Name,
-        rows_of: Callable[[UpstreamSession, TempTable], Awaitable[Rewrite]],
-        progress: ProgressSink,
-    ) -> tuple[TempTable, Written]:
-        """Replace a temp table by ``rows_of`` it, written into a new folder of the session.
-
-        The table keeps its name, format, columns, partitioning, options and
-        creation time; its view moves to the new files only once they are
-        written, so a failure leaves the table as it was and no folder behind.
-        """
-        upstream = self._upstream.session(context)
-        async with self._registry.statement(context.user_id, context.session_id) as session:
-            table = session.tables.get(name.name.lower())
-            if table is None:
-                raise TempTableNotFound(f"Temporary table [{name}] not found in this session")
-            rewrite = await rows_of(upstream, table)
-            schema = StructType.fromJson(json.loads(table.schema_json))
-            relation = checked(
-                rewrite.relation, table.name, rules(table.format, schema, table.partition_columns)
-            )
-            log.info("Temporary table [%s] is being rewritten.", table.name)
-            try:
-                location = self._workspace.new_table_folder(context.session_id)
-            except WorkspaceError as exc:
-                raise WorkspaceError(
-                    f"Temporary table [{table.name}] was not changed: {exc}"
-                ) from exc
-            new = dataclasses.replace(table, location=location, rows=0, size=None)
-
-            async def counted(written: Written) -> Written:
-                if rewrite.counting is None or rewrite.metric in written.observed:
-                    return written
-                log.info("Spark sent no counts with the rewrite of [%s]; counting", table.name)
-                (row,) = await upstream.rows(rewrite.counting)
-                counts = [v for v in row.values() if isinstance(v, int)]
-                observed = {**written.observed, rewrite.metric: counts}
-                return dataclasses.replace(written, observed=observed)
-
-            async def checked_counts(written: Written) -> Written:
-                written = await counted(written)
-                if rewrite.check is not None:
-                    await rewrite.check(written)
-                return written
-
-            written = await self._versions.write_and_swap(
-                session,
-                upstream,
-                new,
-                relation,
-                table,
-                taken=True,
-                progress=progress,
-                outcome="was not changed",
-                metrics=(rewrite.metric,) if rewrite.metric else (),
-                rows_at=None if rewrite.rows_at is None else (rewrite.metric, rewrite.rows_at),
-                before_swap=checked_counts,
-            )
-            changed = session.tables[table.key]
-        return changed, written
 
     async def _drop_if_lost(self, upstream: UpstreamSession, session: Session) -> None:
         """Drop tables left from an upstream session that is gone (caller holds the lock).

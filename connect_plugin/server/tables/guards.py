@@ -32,7 +32,6 @@ from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
 from connect_plugin.server.tables.catalog import Tables
-from connect_plugin.server.tables.create import Rewrite, TableCreator
 from connect_plugin.server.tables.inserts import (
     checked_input,
     run_insert,
@@ -45,9 +44,10 @@ from connect_plugin.server.tables.overwrites import (
     with_rows_replaced,
 )
 from connect_plugin.server.tables.partition_folders import laid_out
+from connect_plugin.server.tables.rewrites import Rewrite, TableRewriter
 from connect_plugin.server.tables.value_checks import NOT_NULL
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
+from connect_plugin.server.transport.upstream import Upstream
 
 CREATE = frozenset(("CREATE",))
 
@@ -115,10 +115,10 @@ class InsertIntoHandler(Handler[InsertInto]):
     needs_tables = True
 
     def __init__(
-        self, tables: Tables, creator: TableCreator, upstream: Upstream, stop_timeout_s: float
+        self, tables: Tables, rewriter: TableRewriter, upstream: Upstream, stop_timeout_s: float
     ) -> None:
         self._tables = tables
-        self._creator = creator
+        self._rewriter = rewriter
         self._upstream = upstream
         self._stop_timeout_s = stop_timeout_s
 
@@ -288,10 +288,8 @@ class InsertIntoHandler(Handler[InsertInto]):
         """Rewrite a partitioned table an older gateway left without partition folders (see
         ``partition_folders``), so that Spark writes the INSERT into them."""
 
-        async def same_rows(upstream: UpstreamSession, table: TempTable) -> Rewrite:
-            return Rewrite(files_relation(table))
-
-        table, _ = await self._creator.rewrite(call.context, name, same_rows, call.progress)
+        async with self._rewriter.rewriting(call.context, name, call.progress) as rewriting:
+            table, _ = await rewriting.run(Rewrite(files_relation(rewriting.table)))
         return table
 
     async def _overwrite(
@@ -300,17 +298,16 @@ class InsertIntoHandler(Handler[InsertInto]):
         """Replace the table's rows by the query's as Spark's overwrite of this kind would
         (``overwrites``), as a rewrite: a failing overwrite leaves the table as it was."""
 
-        async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
+        async with self._rewriter.rewriting(call.context, request.name, call.progress) as rewriting:
+            upstream, table = rewriting.upstream, rewriting.table
             rows = await table_rows(
                 upstream, table, query, request.columns, by_name=request.by_name
             )
             if request.condition is not None:
-                return Rewrite(with_rows_replaced(table, request.condition, rows))
-            if not request.by_name and await replaces_partitions(upstream, table):
-                return Rewrite(with_partitions_replaced(table, rows))
-            return Rewrite(rows)
-
-        await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
+                rows = with_rows_replaced(table, request.condition, rows)
+            elif not request.by_name and await replaces_partitions(upstream, table):
+                rows = with_partitions_replaced(table, rows)
+            await rewriting.run(Rewrite(rows))
 
 
 def _ran(name: str) -> Outcome:

@@ -10,7 +10,7 @@ view: a refused value fails the job, and Spark commits no file. A DataFrame
 operation; a SQL INSERT is run by the gateway, like a CTTAS, and answers
 with Spark's empty result. An overwrite is no INSERT of Spark's (which
 deletes the table's files before its job runs): it rewrites the table
-(``TableCreator.rewrite``) with the rows of ``table_rows``.
+(``rewrites``) with the rows of ``table_rows``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The new rows of a temp table that an overwrite replaces, as Spark's overwrites define them.
 
-An overwrite of a temp table is a rewrite (``TableCreator.rewrite``): the
+An overwrite of a temp table is a rewrite (``rewrites``): the
 table's new rows are written into a new folder and its view moves to them.
 Which old rows stay depends on the overwrite:
 

@@ -3,8 +3,9 @@
 Spark's file tables have no row-level changes, but a temp table belongs to
 one session, so a change is a new version of the whole table: Spark reads
 the table through its view, one query works out every row of the new
-version, and ``TableCreator.rewrite`` writes it into a new folder and moves
-the view only once the write succeeded. A failing statement leaves the old
+version (``RowChange``, planned from the table under the session's lock),
+and ``Rewriting.run`` writes it into a new folder and moves the view only
+once the write succeeded (``rewrites``). A failing statement leaves the old
 table exactly as it was.
 
 Every statement becomes a list of clauses in the shape of MERGE's ``WHEN``
@@ -28,20 +29,15 @@ unconditional DELETE) keeps or deletes such a row once.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import (
-    ConnectPluginError,
     MergeCardinalityViolation,
     TempTableError,
-    TempTableNotFound,
-    TempTableQueryFailed,
     UpstreamFailed,
 )
 from connect_plugin.server.model.spark_sql import quote_identifier
@@ -61,7 +57,7 @@ from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
 from connect_plugin.server.tables.catalog import Tables
-from connect_plugin.server.tables.create import Rewrite, TableCreator
+from connect_plugin.server.tables.rewrites import Rewrite, TableRewriter
 from connect_plugin.server.tables.row_change_plans import (
     COUNTED,
     DELETE,
@@ -101,32 +97,60 @@ MERGE_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class _Attempt:
-    """A row change's rewrite under way: what explains its failure, and its view check."""
+class RowChange(Rewrite):
+    """A row change's rewrite of a temp table, planned from the table: the query of its new
+    version (``plan``), and the counts it answers with."""
 
-    upstream: UpstreamSession
-    relation: spark_proto.Relation
-    failed: Callable[[UpstreamFailed], TempTableQueryFailed]
-    view_check: asyncio.Future[bool]
-    plan: Plan
+    plan: Plan = field(kw_only=True)
 
-    def counts(self, written: Written, metric: str) -> Counts:
+    @classmethod
+    def of(cls, request: ChangeRows, table: TempTable) -> RowChange:
+        plan = Plan.of(request, table)
+        if plan.deletes_only:
+            return cls(plan.relation(""), statement=request.describe(), plan=plan)
+        metric = f"connect_plugin_changes_{uuid.uuid4().hex}"
+        return cls(
+            plan.relation(metric),
+            metric,
+            plan.counting(),
+            rows_at=WRITTEN,
+            statement=request.describe(),
+            plan=plan,
+        )
+
+    def in_user_terms(self, message: str) -> str:
+        return self.plan.in_user_terms(message)
+
+    async def check(self, upstream: UpstreamSession, written: Written) -> None:
+        """A MERGE that must match each table row at most once, and did not: refused before
+        its rows become the table."""
+        plan = self.plan
+        if plan.cardinality is None:
+            return
+        held = plan.table.rows
+        came_out = written.observed[self.metric]
+        if held is not None and len(came_out) > TARGETS_OUT:
+            twice = came_out[TARGETS_OUT] > held
+        else:
+            try:
+                twice = bool(await upstream.rows(_sql(plan.cardinality)))
+            except UpstreamFailed as exc:
+                raise self.failed(exc) from exc
+        if twice:
+            raise MergeCardinalityViolation(
+                f"{self.statement}: the ON condition matched a row of the table with several "
+                "rows of the source, so that row would be changed more than once; nothing was "
+                "changed. Make each table row match at most one source row"
+            )
+
+    def counts(self, written: Written) -> Counts:
         """The rows the change updated, deleted and inserted: observed in the write, or for
         a plan that ``deletes_only``, the table's rows before less those written."""
-        if self.plan.deletes_only:
-            assert self.plan.table.rows is not None
-            return Counts(0, self.plan.table.rows - written.rows, 0)
-        return Counts(*written.observed[metric][: len(COUNTED)])
-
-    async def explain(self, exc: TempTableQueryFailed) -> None:
-        """Raise the statement's own error when Spark cannot analyse its query, which failed
-        the write too; analysed only after a failure, so a change that works pays nothing."""
-        try:
-            await self.upstream.schema(self.relation)
-        except UpstreamFailed as analysed:
-            raise self.failed(analysed) from exc
-        except ConnectPluginError:
-            return
+        plan = self.plan
+        if plan.deletes_only:
+            assert plan.table.rows is not None
+            return Counts(0, plan.table.rows - written.rows, 0)
+        return Counts(*written.observed[self.metric][: len(COUNTED)])
 
 
 @dataclass(frozen=True)
@@ -180,9 +204,9 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
 
     needs_tables = True
 
-    def __init__(self, tables: Tables, creator: TableCreator) -> None:
+    def __init__(self, tables: Tables, rewriter: TableRewriter) -> None:
         self._tables = tables
-        self._creator = creator
+        self._rewriter = rewriter
 
     async def analyze(self, call: Call, request: ChangeRows) -> Outcome:
         if self._tables.lookup(call.context, request.name) is None:
@@ -195,63 +219,10 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
             return FORWARD
         if request.problem:
             raise TempTableError(f"{request.describe()}: {request.problem}")
-        metric = f"connect_plugin_changes_{uuid.uuid4().hex}"
-        attempt: _Attempt | None = None
-
-        async def rows_of(upstream: UpstreamSession, table: TempTable) -> Rewrite:
-            nonlocal attempt
-            plan = Plan.of(request, table)
-            relation = plan.relation(metric)
-
-            def failed(exc: UpstreamFailed) -> TempTableQueryFailed:
-                return TempTableQueryFailed(f"{request.describe()}: {plan.in_user_terms(exc.message)}")
-
-            # The view check runs beside the write: the write cannot pass the swap without it.
-            ours = asyncio.ensure_future(self._tables.view_is_table(upstream, table))
-            attempt = _Attempt(upstream, relation, failed, ours, plan)
-
-            async def check(written: Written) -> None:
-                if not await ours:
-                    raise TempTableNotFound(
-                        f"{request.describe()}: the view of temporary table [{table.name}] was "
-                        "dropped or replaced outside the gateway; SHOW TEMPORARY TABLES lists "
-                        "the tables the session has"
-                    )
-                if plan.cardinality is None:
-                    return
-                held = table.rows
-                came_out = written.observed[metric]
-                if held is not None and len(came_out) > TARGETS_OUT:
-                    twice = came_out[TARGETS_OUT] > held
-                else:
-                    try:
-                        twice = bool(await upstream.rows(_sql(plan.cardinality)))
-                    except UpstreamFailed as exc:
-                        raise failed(exc) from exc
-                if twice:
-                    raise MergeCardinalityViolation(
-                        f"{request.describe()}: the ON condition matched a row of the table "
-                        "with several rows of the source, so that row would be changed more "
-                        "than once; nothing was changed. Make each table row match at most one "
-                        "source row"
-                    )
-
-            if plan.deletes_only:
-                return Rewrite(relation, check=check)
-            return Rewrite(relation, metric, plan.counting(), check=check, rows_at=WRITTEN)
-
-        try:
-            _, written = await self._creator.rewrite(call.context, request.name, rows_of, call.progress)
-        except TempTableQueryFailed as exc:
-            if attempt is not None:
-                await attempt.explain(exc)
-            raise
-        finally:
-            if attempt is not None:
-                attempt.view_check.cancel()
-                await asyncio.gather(attempt.view_check, return_exceptions=True)
-        assert attempt is not None, "a rewrite that succeeded asked for its rows"
-        counts = attempt.counts(written, metric)
+        async with self._rewriter.rewriting(call.context, request.name, call.progress) as rewriting:
+            change = RowChange.of(request, rewriting.table)
+            _, written = await rewriting.run(change)
+        counts = change.counts(written)
         if isinstance(request, MergeInto):
             row: results.Row = (counts.affected, counts.updated, counts.deleted, counts.inserted)
             return Outcome.of_rows(MERGE_COLUMNS, [row])
