@@ -54,7 +54,7 @@ from connect_plugin.server.model.statements import (
     DropTempTable,
     InsertInto,
     ListTempTables,
-    Request,
+    Statement,
 )
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
@@ -200,8 +200,8 @@ class StatementRun:
         self.request = request
         self.context = context
         self.recognised = recognised
-        self.audit = Audited(statements.audit, statements.count, request, recognised.requests())
-        self.policy = scan_policy(recognised.plugin_requests())
+        self.audit = Audited(statements.audit, statements.count, request, recognised.statements())
+        self.policy = scan_policy(recognised.plugin_statements())
         """The bad-record policy of the scans it holds (None: no scan)."""
         self._result: spark_proto.Relation | None = None
         """The rows of the root's result, when the gateway may answer with them."""
@@ -259,7 +259,7 @@ class StatementRun:
             self.audit.refused(exc)
             raise
 
-    async def _execute(self, call: Call, root: Request) -> Outcome:
+    async def _execute(self, call: Call, root: Statement) -> Outcome:
         statements = self._statements
         outcome = await statements.handlers.execute(call, root)
         if outcome.result is None:

@@ -1,10 +1,12 @@
-"""What a client asks the gateway to do, whichever way it asked.
+"""The gateway's statements: what a client asks the gateway to do, whichever way it asked.
 
 A plugin message, a recognised SQL statement and a recognised DataFrame
-command that mean the same thing become the same request object, and one
-handler serves it (see ``handlers``). Requests that change a session's
-temp tables say so (``changes_tables``): a request may hold one of them at
-most, so it is either refused before anything happens or handled whole.
+command that mean the same thing become the same ``Statement``, and one
+handler serves it (see ``statements.handlers``). Statements that change a
+session's temp tables say so (``changes_tables``): a client's request may
+hold one of them at most, so it is either refused before anything happens
+or handled whole. (A *request* is what travels on gRPC: the ExecutePlan
+that holds a statement.)
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ class Name:
 
 
 @dataclass(frozen=True)
-class Request:
-    """Base of every request; ``inputs`` are relations that may hold plugin relations too."""
+class Statement:
+    """Base of every statement; ``inputs`` are relations that may hold plugin relations too."""
 
     changes_tables: ClassVar[bool] = False
     names_existing: ClassVar[bool] = False
-    """Whether the request acts on an existing table or view it names (``name``)."""
+    """Whether the statement acts on an existing table or view it names (``name``)."""
 
     def inputs(self) -> tuple[spark_proto.Relation, ...]:
         return ()
@@ -52,7 +54,7 @@ class Request:
 
 
 @dataclass(frozen=True)
-class CreateTempTable(Request):
+class CreateTempTable(Statement):
     """CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT EXISTS] name ... [AS <input>].
 
     ``schema``: the column definitions (Spark DDL, or a schema as JSON) of a
@@ -79,7 +81,7 @@ class CreateTempTable(Request):
 
 
 @dataclass(frozen=True)
-class DropTempTable(Request):
+class DropTempTable(Statement):
     """DROP TABLE [IF EXISTS] name: a temp table of the session.
 
     ``strict``: the plugin message, which is an error for a name that is no
@@ -99,26 +101,26 @@ class DropTempTable(Request):
 
 
 @dataclass(frozen=True)
-class ListTempTables(Request):
+class ListTempTables(Statement):
     """SHOW TEMPORARY TABLES."""
 
 
 @dataclass(frozen=True)
-class ReadTempTable(Request):
+class ReadTempTable(Statement):
     """The rows of a temp table; never a permanent table of the same name."""
 
     name: Name
 
 
 @dataclass(frozen=True)
-class ScanFiles(Request):
+class ScanFiles(Statement):
     """A schema-on-read scan of files or of a table."""
 
     message: proto.Scan
 
 
 @dataclass(frozen=True)
-class CreateScanView(Request):
+class CreateScanView(Statement):
     """CREATE [OR REPLACE] TEMPORARY VIEW name [(columns)] USING scan OPTIONS (...)."""
 
     name: str
@@ -130,7 +132,7 @@ class CreateScanView(Request):
 
 
 @dataclass(frozen=True)
-class DropView(Request):
+class DropView(Statement):
     """DROP VIEW [IF EXISTS] name, or ``spark.catalog.dropTempView(name)``."""
 
     names_existing: ClassVar[bool] = True
@@ -140,7 +142,7 @@ class DropView(Request):
 
 
 @dataclass(frozen=True)
-class InsertInto(Request):
+class InsertInto(Statement):
     """INSERT INTO / OVERWRITE name, or a DataFrame write to a table's name: ``insertInto``,
     ``saveAsTable``, ``writeTo``.
 
@@ -172,14 +174,14 @@ class InsertInto(Request):
 
 
 @dataclass(frozen=True)
-class CreateTempView(Request):
+class CreateTempView(Statement):
     """CREATE [OR REPLACE] TEMPORARY VIEW name, or ``createOrReplaceTempView(name)``."""
 
     name: Name
 
 
 @dataclass(frozen=True)
-class CreatePersistentView(Request):
+class CreatePersistentView(Statement):
     """CREATE [OR REPLACE] VIEW name AS ...: the relations it reads, as far as they were read."""
 
     name: Name
@@ -187,7 +189,7 @@ class CreatePersistentView(Request):
 
 
 @dataclass(frozen=True)
-class AlterView(Request):
+class AlterView(Statement):
     """ALTER VIEW name ... or ALTER TABLE name ...: refused for temp tables."""
 
     names_existing: ClassVar[bool] = True
@@ -221,7 +223,7 @@ class MergeClause:
 
 
 @dataclass(frozen=True)
-class ChangeRows(Request):
+class ChangeRows(Statement):
     """A statement that changes the rows of a table: for a temp table, it is rewritten whole.
 
     ``alias``: the name the statement's expressions give the table; ``problem``:

@@ -13,7 +13,7 @@ from connect_plugin.errors import (
     UpstreamFailed,
     UpstreamUnavailable,
 )
-from connect_plugin.server.model.statements import Request
+from connect_plugin.server.model.statements import Statement
 from connect_plugin.server.monitoring.audit import AuditLog, operation_of, who
 from connect_plugin.server.transport.status import error_class_of
 from connect_plugin.server.transport.upstream import upstream_failure
@@ -30,7 +30,7 @@ class Audited:
         log: AuditLog | None,
         count: StatementCount | None,
         request: spark_proto.ExecutePlanRequest,
-        handled: list[Request],
+        handled: list[Statement],
     ) -> None:
         self._log = log
         self._count = count

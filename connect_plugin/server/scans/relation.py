@@ -67,7 +67,7 @@ _SPARK_OPTION_NAMES = {"sep": "delimiter"}
 class ScanHandler(Handler[ScanFiles]):
     """``Scan`` relations; analysing one registers the source too (Spark needs it for the schema)."""
 
-    request_type = ScanFiles
+    statement_type = ScanFiles
     message_type = proto.Scan
 
     def __init__(self, scans: Scans) -> None:

@@ -40,7 +40,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin import errors, proto
 from connect_plugin.scanning.spark import SHORT_NAME
-from connect_plugin.server.model.statements import Request, ScanFiles
+from connect_plugin.server.model.statements import ScanFiles, Statement
 from connect_plugin.server.transport.plans import top_level_fields
 
 SCAN_NODE = f"BatchScan {SHORT_NAME}"
@@ -64,7 +64,7 @@ ResponseWatch = Callable[[bytes], None]
 """Sees each response of a call, as bytes, before the client gets it."""
 
 
-def scan_policy(requests: Iterable[Request]) -> str | None:
+def scan_policy(requests: Iterable[Statement]) -> str | None:
     """The bad-record policy of the scans among ``requests``; None when there is no scan."""
     policies = {
         proto.word_of(proto.BadRecordPolicy, r.message.on_error)

@@ -41,7 +41,7 @@ PROVIDER = "scan"
 class CreateScanViewHandler(Handler[CreateScanView]):
     """A temporary view over a scan, from SQL; tried before the temp-view guard (``SQL_ORDER``)."""
 
-    request_type = CreateScanView
+    statement_type = CreateScanView
     sql_keywords = frozenset(("CREATE",))
 
     def __init__(self, scans: Scans, tables: Tables, upstream: Upstream) -> None:

@@ -3,9 +3,9 @@
 Owns recognising the SQL statements the gateway answers, without stalling
 anyone (``recognition``); the settings a client may not change, wherever a
 ``SET`` or a Config RPC tries (``config_guard``); the small result tables of plugin statements
-(``results``); the registry of handlers, one per request type, and the order
+(``results``); the registry of handlers, one per statement type, and the order
 in which those sharing a first keyword are tried (``handlers``); and turning
-a client's plan into requests for the handlers and their results back into
+a client's plan into statements for the handlers and their results back into
 the plan (``dispatch``).
 
 The handlers of temp tables and of scans register here and stand above; a

@@ -21,7 +21,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
-from connect_plugin.server.model.statements import Request
+from connect_plugin.server.model.statements import Statement
 from connect_plugin.server.sessions.table_names import SESSION_QUALIFIED
 from connect_plugin.server.statements.handlers import CachedScans, Call, HandlerRegistry, Outcome
 from connect_plugin.server.statements.recognition import (
@@ -42,11 +42,11 @@ class Work:
 
     holder: spark_proto.Relation
     type_name: str
-    request: Request
+    statement: Statement
     inner: list[Work] = field(default_factory=list)
 
-    def requests(self) -> list[Request]:
-        return [self.request, *(r for w in self.inner for r in w.requests())]
+    def statements(self) -> list[Statement]:
+        return [self.statement, *(s for w in self.inner for s in w.statements())]
 
 
 class SqlSite:
@@ -103,16 +103,16 @@ class Recognised:
     DataFrame command at its plan's root, and its plugin relations (``works``)."""
 
     site: SqlSite | None
-    root: Request | None
+    root: Statement | None
     works: list[Work]
     command: bool = False
 
-    def requests(self) -> list[Request]:
-        """Every request handled, the root's first."""
-        return [*([self.root] if self.root is not None else []), *self.plugin_requests()]
+    def statements(self) -> list[Statement]:
+        """Every statement handled, the root's first."""
+        return [*([self.root] if self.root is not None else []), *self.plugin_statements()]
 
-    def plugin_requests(self) -> list[Request]:
-        return [r for w in self.works for r in w.requests()]
+    def plugin_statements(self) -> list[Statement]:
+        return [s for w in self.works for s in w.statements()]
 
     @property
     def answerable(self) -> bool:
@@ -122,7 +122,7 @@ class Recognised:
 
     def check_changes(self) -> None:
         """At most one request that changes temp tables, or none of it happens."""
-        changing = [r for r in self.requests() if r.changes_tables]
+        changing = [s for s in self.statements() if s.changes_tables]
         if len(changing) > 1:
             raise PlanError(
                 "a request may change at most one temporary table, and this one holds "
@@ -183,17 +183,17 @@ class Dispatcher:
                     f"a [{extension.type_name}] message for session [{sent_for}] was sent in "
                     f"session [{session_id}]; plugin messages may only act on their own session"
                 )
-            request = handler.from_message(message)
-            if request.inputs() and depth >= MAX_PLUGIN_NESTING:
+            statement = handler.from_message(message)
+            if statement.inputs() and depth >= MAX_PLUGIN_NESTING:
                 raise PlanError(
                     f"plugin relations nest deeper than {MAX_PLUGIN_NESTING} inside each other"
                 )
             inner = [
                 w
-                for r in request.inputs()
+                for r in statement.inputs()
                 for w in self.plugin_work(r, session_id, depth + 1, cached)
             ]
-            works.append(Work(extension.holder, extension.type_name, request, inner))  # type: ignore[arg-type]
+            works.append(Work(extension.holder, extension.type_name, statement, inner))  # type: ignore[arg-type]
         return works
 
     def _found(self, tree: Message) -> list[Extension]:
@@ -233,7 +233,7 @@ class Dispatcher:
 
     async def statement(
         self, request: spark_proto.ExecutePlanRequest, site: SqlSite | None
-    ) -> Request | None:
+    ) -> Statement | None:
         """The gateway's SQL statement at the root of the plan, if it holds one."""
         if site is None:
             return None
@@ -253,7 +253,7 @@ class Dispatcher:
             return recognise(site.text, rules)
         return await asyncio.to_thread(recognise, site.text, rules)
 
-    def command(self, plan: spark_proto.Plan) -> Request | None:
+    def command(self, plan: spark_proto.Plan) -> Statement | None:
         return self._registry.from_plan(plan)
 
     async def run(self, works: list[Work], call: Call, *, analyze: bool) -> list[Outcome]:
@@ -262,8 +262,8 @@ class Dispatcher:
         for work in works:
             outcomes += await self.run(work.inner, call, analyze=analyze)
             side = self._registry.analyze if analyze else self._registry.execute
-            outcome = await side(call, work.request)
-            assert outcome.result is not None, f"{work.request.describe()} gave no relation"
+            outcome = await side(call, work.statement)
+            assert outcome.result is not None, f"{work.statement.describe()} gave no relation"
             replace_node(work.holder, outcome.result)
             outcomes.append(outcome)
         return outcomes

@@ -1,6 +1,6 @@
-"""One path for everything the gateway handles: a registry of handlers, one per request type.
+"""One path for everything the gateway handles: a registry of handlers, one per statement type.
 
-A handler declares how its request is recognised (a plugin message type, a
+A handler declares how its statement is recognised (a plugin message type, a
 SQL grammar rule with its first keywords, a DataFrame command) and what it
 does with it, on two sides: ``analyze`` answers AnalyzePlan with no side
 effect, ``execute`` does the work for ExecutePlan. Adding a plugin message
@@ -25,13 +25,13 @@ from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import NotSupportedYet
-from connect_plugin.server.model.statements import Request
+from connect_plugin.server.model.statements import Statement
 from connect_plugin.server.sessions.writes import ProgressSink
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.recognition import Cursor, Rule
 from connect_plugin.server.transport.upstream import SessionContext
 
-R = TypeVar("R", bound=Request)
+R = TypeVar("R", bound=Statement)
 
 CachedScans = Collection[bytes]
 """The keys of a session's scans in plans it persisted, which rewrites leave whole (see
@@ -48,7 +48,7 @@ class Call:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What handling a request gives.
+    """What handling a statement gives.
 
     ``result``: the relation that takes the place of the plugin node or the
     statement (None: the request goes to Spark as it came); ``after``: work
@@ -78,16 +78,16 @@ FORWARD = Outcome()
 
 
 class Handler(Generic[R]):
-    """Recognises one request type and handles it.
+    """Recognises one statement type and handles it.
 
-    Subclasses set ``request_type`` and whichever recognisers apply:
+    Subclasses set ``statement_type`` and whichever recognisers apply:
     ``message_type`` with ``from_message``; ``sql_keywords`` (the statement's
     first words) with ``parse``; ``from_plan`` for DataFrame commands.
     ``needs_tables``: the SQL is only worth reading in a session that has
     temp tables (it guards them; in other sessions it is Spark's alone).
     """
 
-    request_type: ClassVar[type[Request]]
+    statement_type: ClassVar[type[Statement]]
     message_type: ClassVar[type[Message] | None] = None
     sql_keywords: ClassVar[frozenset[str]] = frozenset()
     needs_tables: ClassVar[bool] = False
@@ -129,7 +129,7 @@ SqlOrder = Mapping[str, Sequence[type[Handler[Any]]]]
 
 
 class HandlerRegistry:
-    """The gateway's handlers, looked up by request type, message type and SQL keyword.
+    """The gateway's handlers, looked up by statement type, message type and SQL keyword.
 
     ``sql_order``: for every first keyword more than one handler reads, the
     order their rules are tried in; the order of ``handlers`` itself never
@@ -138,7 +138,7 @@ class HandlerRegistry:
 
     def __init__(self, handlers: Iterable[Handler[Any]], sql_order: SqlOrder | None = None) -> None:
         self._handlers = tuple(handlers)
-        self._by_request = {h.request_type: h for h in self._handlers}
+        self._by_statement = {h.statement_type: h for h in self._handlers}
         self._by_message = {
             h.message_type.DESCRIPTOR.full_name: h
             for h in self._handlers
@@ -158,8 +158,8 @@ class HandlerRegistry:
     def for_message(self, type_name: str) -> Handler[Any] | None:
         return self._by_message.get(type_name)
 
-    def for_request(self, request: Request) -> Handler[Any]:
-        return self._by_request[type(request)]
+    def for_statement(self, statement: Statement) -> Handler[Any]:
+        return self._by_statement[type(statement)]
 
     def rules(self, keyword: str, *, has_tables: bool) -> list[Rule]:
         """The grammar rules worth trying on a statement that starts with ``keyword``."""
@@ -169,19 +169,19 @@ class HandlerRegistry:
             if has_tables or not h.needs_tables
         ]
 
-    def from_plan(self, plan: spark_proto.Plan) -> Request | None:
+    def from_plan(self, plan: spark_proto.Plan) -> Statement | None:
         for handler in self._commands:
-            found: Request | None = handler.from_plan(plan)
+            found: Statement | None = handler.from_plan(plan)
             if found is not None:
                 return found
         return None
 
-    async def analyze(self, call: Call, request: Request) -> Outcome:
-        outcome: Outcome = await self.for_request(request).analyze(call, request)
+    async def analyze(self, call: Call, statement: Statement) -> Outcome:
+        outcome: Outcome = await self.for_statement(statement).analyze(call, statement)
         return outcome
 
-    async def execute(self, call: Call, request: Request) -> Outcome:
-        outcome: Outcome = await self.for_request(request).execute(call, request)
+    async def execute(self, call: Call, statement: Statement) -> Outcome:
+        outcome: Outcome = await self.for_statement(statement).execute(call, statement)
         return outcome
 
 

@@ -28,7 +28,7 @@ from pyspark.sql.connect import proto as spark_proto
 from sqlglot import Dialect, Token, TokenError, TokenType
 
 from connect_plugin.errors import StatementSyntaxError
-from connect_plugin.server.model.statements import Name, Request
+from connect_plugin.server.model.statements import Name, Statement
 
 _SPARK = Dialect.get_or_raise("spark")
 _PUNCTUATION = frozenset(
@@ -396,7 +396,7 @@ def _name_of(text: str, what: str) -> Name:
     return Name(tuple(parts))
 
 
-Rule = Callable[[Cursor], Request | None]
+Rule = Callable[[Cursor], Statement | None]
 """A grammar rule: the request the statement at the cursor is, or None if it is none of its."""
 
 
@@ -436,7 +436,7 @@ def _comment_end(text: str, at: int) -> int:
     return at
 
 
-def recognise(sql: SqlText, rules: Sequence[Rule]) -> Request | None:
+def recognise(sql: SqlText, rules: Sequence[Rule]) -> Statement | None:
     """The request ``sql`` is, by the first rule that recognises it; None for Spark's own."""
     for size in WINDOWS:
         window = Window.of(sql.text, size)

@@ -55,7 +55,7 @@ CREATE = frozenset(("CREATE",))
 class DropViewHandler(Handler[DropView]):
     """DROP VIEW on a temp table is an error (IF EXISTS: ok = false); so is dropTempView."""
 
-    request_type = DropView
+    statement_type = DropView
     sql_keywords = frozenset(("DROP",))
     needs_tables = True
 
@@ -110,7 +110,7 @@ class InsertIntoHandler(Handler[InsertInto]):
     multi-insert with a temp table among its targets is refused.
     """
 
-    request_type = InsertInto
+    statement_type = InsertInto
     sql_keywords = frozenset(("INSERT", "WITH", "FROM"))
     needs_tables = True
 
@@ -378,7 +378,7 @@ def _insert_clause(cursor: Cursor) -> str:
 class CreateTempViewHandler(Handler[CreateTempView]):
     """A temp view may not take a temp table's name (it would orphan the table's files)."""
 
-    request_type = CreateTempView
+    statement_type = CreateTempView
     sql_keywords = CREATE
     needs_tables = True
 
@@ -413,7 +413,7 @@ class CreateTempViewHandler(Handler[CreateTempView]):
 class CreatePersistentViewHandler(Handler[CreatePersistentView]):
     """A persistent view may not read a temp table (Drill's message, before Spark's)."""
 
-    request_type = CreatePersistentView
+    statement_type = CreatePersistentView
     sql_keywords = CREATE
     needs_tables = True
 
@@ -454,7 +454,7 @@ class CreatePersistentViewHandler(Handler[CreatePersistentView]):
 class AlterViewHandler(Handler[AlterView]):
     """ALTER VIEW / ALTER TABLE of a temp table would change or rename it behind the gateway."""
 
-    request_type = AlterView
+    statement_type = AlterView
     sql_keywords = frozenset(("ALTER",))
     needs_tables = True
 

@@ -20,7 +20,7 @@ import uuid
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import AmbiguousQualifier, ConnectPluginError
-from connect_plugin.server.model.statements import Name, Request
+from connect_plugin.server.model.statements import Name, Statement
 from connect_plugin.server.sessions.table_names import SESSION_QUALIFIERS
 from connect_plugin.server.sessions.views import temp_view_names
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
@@ -37,7 +37,7 @@ async def has_database(upstream: UpstreamSession) -> bool:
     return bool(await upstream.rows(relation))
 
 
-async def refuse_if_ambiguous(upstream: UpstreamSession, request: Request) -> None:
+async def refuse_if_ambiguous(upstream: UpstreamSession, request: Statement) -> None:
     """Refuse a statement Spark is about to run on ``session.<name>`` when that name is no
     temporary view of the session but a database ``session`` exists."""
     name = getattr(request, "name", None)

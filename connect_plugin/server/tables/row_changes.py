@@ -230,7 +230,7 @@ class _ChangeRowsHandler(Handler[ChangeRows]):
 
 
 class DeleteHandler(_ChangeRowsHandler):
-    request_type = DeleteFrom
+    statement_type = DeleteFrom
     sql_keywords = frozenset(("DELETE",))
 
     @classmethod
@@ -251,7 +251,7 @@ class DeleteHandler(_ChangeRowsHandler):
 
 
 class UpdateHandler(_ChangeRowsHandler):
-    request_type = UpdateTable
+    statement_type = UpdateTable
     sql_keywords = frozenset(("UPDATE",))
 
     @classmethod
@@ -274,7 +274,7 @@ class UpdateHandler(_ChangeRowsHandler):
 
 
 class TruncateHandler(_ChangeRowsHandler):
-    request_type = TruncateTable
+    statement_type = TruncateTable
     sql_keywords = frozenset(("TRUNCATE",))
 
     @classmethod
@@ -296,7 +296,7 @@ class TruncateHandler(_ChangeRowsHandler):
 
 
 class MergeHandler(_ChangeRowsHandler):
-    request_type = MergeInto
+    statement_type = MergeInto
     sql_keywords = frozenset(("MERGE",))
 
     @classmethod

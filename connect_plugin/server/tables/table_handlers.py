@@ -24,7 +24,7 @@ from connect_plugin.server.tables.create import TableCreator
 
 
 class CreateTempTableHandler(Handler[CreateTempTable]):
-    request_type = CreateTempTable
+    statement_type = CreateTempTable
     message_type = proto.CreateTempTableAsSelect
     sql_keywords = frozenset(("CREATE",))
 
@@ -107,7 +107,7 @@ class CreateTempTableHandler(Handler[CreateTempTable]):
 
 
 class DropTempTableHandler(Handler[DropTempTable]):
-    request_type = DropTempTable
+    statement_type = DropTempTable
     message_type = proto.DropTempTable
     sql_keywords = frozenset(("DROP",))
     needs_tables = True
@@ -151,7 +151,7 @@ class DropTempTableHandler(Handler[DropTempTable]):
 
 
 class ListTempTablesHandler(Handler[ListTempTables]):
-    request_type = ListTempTables
+    statement_type = ListTempTables
     message_type = proto.ListTempTables
     sql_keywords = frozenset(("SHOW",))
 
@@ -183,7 +183,7 @@ class ListTempTablesHandler(Handler[ListTempTables]):
 
 
 class ReadTempTableHandler(Handler[ReadTempTable]):
-    request_type = ReadTempTable
+    statement_type = ReadTempTable
     message_type = proto.ReadTempTable
 
     def __init__(self, tables: Tables) -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.model.statements import CreateTempTable, Request
+from connect_plugin.server.model.statements import CreateTempTable, Statement
 from connect_plugin.server.sessions.table_names import check_table_name
 from connect_plugin.server.statements.recognition import SqlText, first_keyword, recognise
 from connect_plugin.server.tables.guards import (
@@ -98,7 +98,7 @@ def relation_of(query: str) -> spark_proto.Relation:
     return relation
 
 
-def recognised(text: str) -> Request | None:
+def recognised(text: str) -> Statement | None:
     """What the gateway makes of ``text``, its temp table names checked as it checks them."""
     first_keyword(text)
     request = recognise(SqlText(text, relation_of), RULES)

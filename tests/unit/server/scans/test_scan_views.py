@@ -7,7 +7,7 @@ import pytest
 
 from connect_plugin.errors import InvalidScanSpec, TempTableError
 from connect_plugin.scanning.request.options import Evolution, Format, OnError
-from connect_plugin.server.model.statements import CreateScanView, CreateTempView, Name, Request
+from connect_plugin.server.model.statements import CreateScanView, CreateTempView, Name, Statement
 from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.statements.recognition import SqlText, recognise
 from connect_plugin.server.tables.guards import CreateTempViewHandler
@@ -16,7 +16,7 @@ from tests.unit.server.statements.test_statements import plain_sql
 RULES = [CreateScanViewHandler.parse, CreateTempViewHandler.parse]
 
 
-def parse(sql: str) -> Request | None:
+def parse(sql: str) -> Statement | None:
     return recognise(SqlText(sql, plain_sql), RULES)
 
 
@@ -72,7 +72,7 @@ def test_a_column_list_is_the_schema_and_the_only_columns() -> None:
         ("CREATE VIEW v USING scan OPTIONS (path '/d')", None),
     ],
 )
-def test_other_views_are_not_scans(sql: str, expected: Request | None) -> None:
+def test_other_views_are_not_scans(sql: str, expected: Statement | None) -> None:
     assert parse(sql) == expected
 
 

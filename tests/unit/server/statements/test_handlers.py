@@ -12,7 +12,7 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.server.gateway import SQL_ORDER, plugin_handlers
-from connect_plugin.server.model.statements import CreateScanView, CreateTempView, Request
+from connect_plugin.server.model.statements import CreateScanView, CreateTempView, Statement
 from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
@@ -60,7 +60,7 @@ def _plain_sql(query: str) -> spark_proto.Relation:
     return relation
 
 
-def _recognised(registry: HandlerRegistry, sql: str) -> Request | None:
+def _recognised(registry: HandlerRegistry, sql: str) -> Statement | None:
     rules = registry.rules(first_keyword(sql), has_tables=True)
     return recognise(SqlText(sql, _plain_sql), rules)
 

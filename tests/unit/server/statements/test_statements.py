@@ -16,7 +16,7 @@ from connect_plugin.server.model.statements import (
     InsertInto,
     ListTempTables,
     Name,
-    Request,
+    Statement,
 )
 from connect_plugin.server.statements import recognition as statements
 from connect_plugin.server.statements.recognition import (
@@ -59,7 +59,7 @@ def plain_sql(query: str) -> spark_proto.Relation:
     return relation
 
 
-def parse(sql: str) -> Request | None:
+def parse(sql: str) -> Statement | None:
     return recognise(SqlText(sql, plain_sql), RULES)
 
 

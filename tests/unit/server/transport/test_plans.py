@@ -116,7 +116,7 @@ def test_extension_deep_in_a_join_is_found_with_its_plan_id() -> None:
     (work,) = _dispatcher().plugin_work(_execute(join), SESSION)
     assert work.type_name == "connect_plugin.v1.ListTempTables"
     assert work.holder.common.plan_id == 42
-    assert work.request == ListTempTables()
+    assert work.statement == ListTempTables()
 
 
 def test_plugin_relations_inside_a_plugin_relations_input_are_found() -> None:
@@ -124,10 +124,10 @@ def test_plugin_relations_inside_a_plugin_relations_input_are_found() -> None:
     create = proto.CreateTempTableAsSelect(session_id=SESSION, name="copy")
     create.input.filter.input.CopyFrom(read)
     (work,) = _dispatcher().plugin_work(_execute(_relation_with(create)), SESSION)
-    assert isinstance(work.request, CreateTempTable)
+    assert isinstance(work.statement, CreateTempTable)
     (inner,) = work.inner
-    assert inner.request == ReadTempTable(Name(("src",)))
-    assert inner.holder is work.request.input.filter.input
+    assert inner.statement == ReadTempTable(Name(("src",)))
+    assert inner.holder is work.statement.input.filter.input
 
 
 def test_extension_inside_an_analyze_request_is_found() -> None:
@@ -136,7 +136,7 @@ def test_extension_inside_an_analyze_request_is_found() -> None:
         _relation_with(proto.ReadTempTable(session_id=SESSION, name="t"))
     )
     (work,) = _dispatcher().plugin_work(request, SESSION)
-    assert work.request == ReadTempTable(Name(("t",)))
+    assert work.statement == ReadTempTable(Name(("t",)))
 
 
 def test_unknown_extension_names_its_type() -> None:
