@@ -1,6 +1,6 @@
 """Temporary tables by statement: create, find, read, insert into, change and guard them.
 
-Owns what each format holds exactly (``table_formats``) and the values it
+Owns what each format holds exactly (``lossless``) and the values it
 refuses as they are written (``value_checks``, ``inserts``); ``CREATE
 TEMPORARY TABLE``, its input (``table_input``) and every step it may undo
 (``create``); the partition folders every version of a partitioned table

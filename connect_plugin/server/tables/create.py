@@ -32,7 +32,7 @@ from connect_plugin.server.sessions.writes import (
 )
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import Outcome
-from connect_plugin.server.tables.table_formats import layout
+from connect_plugin.server.tables.lossless import layout
 from connect_plugin.server.tables.table_input import check_shape, shaped_input
 from connect_plugin.server.tables.value_checks import checked, rules
 from connect_plugin.server.tables.versions import TableVersions

@@ -35,7 +35,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefi
 
 from connect_plugin.errors import NotNullViolation, ValueNotHeld
 from connect_plugin.server.model.spark_sql import literal, quote_identifier
-from connect_plugin.server.tables.table_formats import holders, kind
+from connect_plugin.server.tables.lossless import holders, kind
 from connect_plugin.server.transport.plans import deep_messages
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"

@@ -40,7 +40,7 @@ from pyspark.sql.types import (
 
 from connect_plugin.config import TEMP_TABLE_FORMATS
 from connect_plugin.errors import TempTableError
-from connect_plugin.server.tables.table_formats import (
+from connect_plugin.server.tables.lossless import (
     NULL_MARKER_PREFIX,
     holders,
     layout,
