@@ -51,8 +51,8 @@ from connect_plugin.server.tables.guards import (
     CreatePersistentViewHandler,
     CreateTempViewHandler,
     DropViewHandler,
-    InsertIntoHandler,
 )
+from connect_plugin.server.tables.inserts import InsertIntoHandler
 from connect_plugin.server.tables.qualifier_database import warn_at_start
 from connect_plugin.server.tables.rewrites import TableRewriter
 from connect_plugin.server.tables.row_changes import (

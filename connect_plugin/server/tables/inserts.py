@@ -1,250 +1,328 @@
-"""INSERT into a temp table whose format refuses some values: the values are checked as written.
+"""INSERT into a temp table: checked where its format needs it, its files made private.
 
-An INSERT reaches the table's files through its view, with Spark's own
-casts (by position, store-assignment rules). When the table's format cannot
-hold some values of its column types (``value_checks``), the insert's query
-gets the same filter a CTTAS gets, applied to each value cast to its
-column's type, and the gateway runs it as Spark's ``insertInto`` of the
-view: a refused value fails the job, and Spark commits no file. A DataFrame
-``insertInto`` is checked in place and goes to Spark as the client's own
-operation; a SQL INSERT is run by the gateway, like a CTTAS, and answers
-with Spark's empty result. An overwrite is no INSERT of Spark's (which
-deletes the table's files before its job runs): it rewrites the table
-(``rewrites``) with the rows of ``table_rows``.
+Most tables hold every value of their column types, and the INSERT goes to
+Spark as it came; where the format refuses some values, its rows are
+checked as they are written (``insert_rows``). An overwrite is a rewrite of
+the table (``rewrites``, ``overwrites``). The statement is recognised from
+SQL (``INSERT INTO|OVERWRITE``, led by ``WITH`` or Hive's ``FROM`` too) and
+from a DataFrame write to a table's name (``insertInto``, ``saveAsTable``,
+``writeTo``).
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import uuid
-from collections.abc import Callable, Sequence
+import asyncio
+import dataclasses
+import re
 
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.connect.types import (
-    proto_schema_to_pyspark_data_type,
-    pyspark_types_to_proto_types,
-)
-from pyspark.sql.types import (
-    ArrayType,
-    DataType,
-    MapType,
-    StructField,
-    StructType,
-    UserDefinedType,
-)
 
-from connect_plugin.errors import ConnectPluginError, TempTableError, UpstreamFailed
+from connect_plugin.errors import StatementSyntaxError, TempTableError, UpstreamFailed
 from connect_plugin.server.model.spark_sql import quote_identifier
-from connect_plugin.server.sessions.release import to_the_end
+from connect_plugin.server.model.statements import (
+    InsertInto,
+    Name,
+)
 from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.writes import ProgressSink, stop_write
-from connect_plugin.server.statements.results import refreshed
-from connect_plugin.server.tables.value_checks import Rule, checked, rules
+from connect_plugin.server.sessions.views import files_relation
+from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
+from connect_plugin.server.statements.recognition import Cursor
+from connect_plugin.server.tables.catalog import Tables
+from connect_plugin.server.tables.insert_rows import (
+    checked_input,
+    run_insert,
+    table_rows,
+    table_rules,
+)
+from connect_plugin.server.tables.overwrites import (
+    replaces_partitions,
+    with_partitions_replaced,
+    with_rows_replaced,
+)
+from connect_plugin.server.tables.partition_folders import laid_out
+from connect_plugin.server.tables.rewrites import Rewrite, TableRewriter
+from connect_plugin.server.tables.value_checks import NOT_NULL
 from connect_plugin.server.transport.plans import deep_messages
-from connect_plugin.server.transport.upstream import UpstreamSession
-
-log = logging.getLogger(__name__)
-
-_GIVEN = "__connect_plugin_given{}"
-_STORED = "__connect_plugin_column{}"
+from connect_plugin.server.transport.upstream import Upstream
 
 
-def table_rules(table: TempTable) -> list[Rule]:
-    """The value rules of an existing table (none: an INSERT needs no checking)."""
-    schema = StructType.fromJson(_json(table.schema_json))
-    return rules(table.format, schema, table.partition_columns)
+class InsertIntoHandler(Handler[InsertInto]):
+    """INSERT into a temp table: its values checked where its format needs it, its files private.
 
-
-async def checked_input(
-    upstream: UpstreamSession,
-    table: TempTable,
-    query: spark_proto.Relation,
-    columns: Sequence[str] = (),
-) -> spark_proto.Relation:
-    """``query`` in the table's column order, with its values checked as they will be stored.
-
-    ``columns``: the INSERT's column list; the table's other columns get NULL,
-    as Spark gives them (a temp table's columns have no defaults). Without a
-    list, a query of another width than the table is left as it is: Spark
-    refuses the insert with its own error before writing anything.
+    Most tables hold every value of their column types, and the INSERT goes
+    to Spark as it came. Where the format refuses some values (see
+    ``value_checks``), a DataFrame ``insertInto`` gets the check in its input
+    and a SQL ``INSERT INTO|OVERWRITE [TABLE] name [(columns)] <query>`` is
+    run by the gateway with the check; an INSERT with a PARTITION or REPLACE
+    clause or BY NAME into such a table is refused, since its rows cannot be
+    checked as they will be stored. One led by ``WITH ...`` or Hive's ``FROM
+    ...`` is the same INSERT with the lead put before its query (``INSERT INTO
+    t WITH ... SELECT``, ``INSERT INTO t FROM src SELECT``), so that its
+    overwrite is as atomic and its check as sure as without the lead; a Hive
+    multi-insert with a temp table among its targets is refused.
     """
-    found = table_rules(table)
-    if not found:
-        return query
-    given = proto_schema_to_pyspark_data_type(await upstream.schema(query))
-    target = StructType.fromJson(_json(table.schema_json))
-    assert isinstance(given, StructType)
-    if not columns and len(given.fields) != len(target.fields):
-        return query
-    sources = _sources(table, target, columns or target.names, len(given.fields))
-    ordered = _in_table_order(query, len(given.fields), target, sources, _STORED.format)
-    positions = {f.name: i for i, f in enumerate(target.fields)}
 
-    def value_of(rule: Rule) -> str:
-        at = positions[rule.column]
-        column = quote_identifier(_STORED.format(at))
-        source = sources[at]
-        if source is None or sql_type(given.fields[source].dataType) == sql_type(rule.data_type):
-            return column
-        return f"try_cast({column} AS {sql_type(rule.data_type)})"
+    statement_type = InsertInto
+    sql_keywords = frozenset(("INSERT", "WITH", "FROM"))
+    needs_tables = True
 
-    return checked(ordered, table.name, found, value_of)
+    def __init__(
+        self, tables: Tables, rewriter: TableRewriter, upstream: Upstream, stop_timeout_s: float
+    ) -> None:
+        self._tables = tables
+        self._rewriter = rewriter
+        self._upstream = upstream
+        self._stop_timeout_s = stop_timeout_s
 
+    @classmethod
+    def parse(cls, cursor: Cursor) -> InsertInto | None:
+        lead = ""
+        if cursor.peek("WITH|FROM"):
+            if not _INSERT_WORD.search(cursor.text):
+                return None
+            word = "WITH" if cursor.peek("WITH") else "FROM"
+            cursor.at += 1
+            if cursor.peek("INSERT"):
+                return None
+            lead = f"{word} {cursor.expression('a query', stops=('INSERT INTO|OVERWRITE',))}"
+        if cursor.accept("INSERT", "INTO"):
+            overwrite = False
+        elif cursor.accept("INSERT", "OVERWRITE"):
+            overwrite = True
+        else:
+            return None
+        cursor.accept("TABLE")
+        name = cursor.name("a table name")
+        if lead:
+            start = cursor.at
+            others = _further_targets(cursor)
+            cursor.at = start
+            if others:
+                return InsertInto(name, overwrite, clause="several targets", others=others)
+        columns: tuple[str, ...] = ()
+        if cursor.peek("(") and not any(cursor.peek("(", word) for word in _QUERY_STARTS):
+            start = cursor.at
+            try:
+                columns = cursor.name_list("column names")
+            except TempTableError:
+                # Spark's to judge when the table is not a temp table; ours to refuse if it is.
+                cursor.at = start
+                return InsertInto(name, overwrite, clause="a column list")
+        clause = _insert_clause(cursor)
+        query = cursor.rest()
+        if clause or not query.strip():
+            return InsertInto(name, overwrite, clause=clause or "no query")
+        if lead:
+            if lead.startswith("WITH") and cursor.peek("WITH"):
+                query = f"SELECT * FROM ({cursor.statement_rest()}\n)"
+            query = f"{lead} {query}"
+        return InsertInto(name, overwrite, query=cursor.sql.relation_of(query), columns=columns)
 
-async def table_rows(
-    upstream: UpstreamSession,
-    table: TempTable,
-    query: spark_proto.Relation,
-    columns: Sequence[str] = (),
-    *,
-    by_name: bool = False,
-) -> spark_proto.Relation:
-    """``query``'s rows as rows of the table, for an overwrite that rewrites it.
-
-    The query's columns fill the table's by position, by the INSERT's
-    column list (the others NULL), or ``by_name`` (as ``saveAsTable`` and
-    ``writeTo`` match them: every column of the table, in any order); values
-    are cast by Spark's store-assignment rules, as an INSERT casts them.
-    """
-    given = proto_schema_to_pyspark_data_type(await upstream.schema(query))
-    target = StructType.fromJson(_json(table.schema_json))
-    assert isinstance(given, StructType)
-    if by_name:
-        missing = [n for n in target.names if n.lower() not in {g.lower() for g in given.names}]
-        if missing:
-            raise TempTableError(
-                f"writing temporary table [{table.name}] by column name: the rows have no "
-                f"column [{missing[0]}] (they have {', '.join(given.names)}; the table has "
-                f"{', '.join(target.names)})"
+    @classmethod
+    def from_plan(cls, plan: spark_proto.Plan) -> InsertInto | None:
+        if not plan.HasField("command"):
+            return None
+        if plan.command.HasField("write_operation_v2"):
+            return _written_to(plan.command.write_operation_v2)
+        if not plan.command.HasField("write_operation"):
+            return None
+        write = plan.command.write_operation
+        if not write.HasField("table"):
+            return None
+        name = Name(tuple(write.table.table_name.split(".")))
+        modes = spark_proto.WriteOperation.SaveMode
+        method = spark_proto.WriteOperation.SaveTable.TableSaveMethod
+        if write.table.save_method == method.TABLE_SAVE_METHOD_INSERT_INTO:
+            return InsertInto(name, write.mode == modes.SAVE_MODE_OVERWRITE, write=write)
+        if write.mode == modes.SAVE_MODE_IGNORE:
+            return InsertInto(name, ignore=True)
+        if write.mode in (modes.SAVE_MODE_APPEND, modes.SAVE_MODE_OVERWRITE):
+            return InsertInto(
+                name,
+                write.mode == modes.SAVE_MODE_OVERWRITE,
+                query=write.input,
+                by_name=True,
             )
-        columns = given.names
-    elif not columns and len(given.fields) != len(target.fields):
-        raise TempTableError(
-            f"INSERT into temporary table [{table.name}]: the query gives "
-            f"{len(given.fields)} columns ({', '.join(given.names)}) for the table's "
-            f"{len(target.fields)} ({', '.join(target.names)})"
+        return InsertInto(
+            name,
+            refusal=f"saveAsTable: temporary table [{name}] already exists; write into it "
+            "with mode('append') or mode('overwrite')",
         )
-    sources = _sources(table, target, columns or target.names, len(given.fields))
-    ordered = _in_table_order(
-        query, len(given.fields), target, sources, lambda at: target.fields[at].name
-    )
-    cast = spark_proto.Relation()
-    with deep_messages():
-        cast.to_schema.input.CopyFrom(ordered)
-    nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in target])
-    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable))
-    return cast
 
-
-def _in_table_order(
-    query: spark_proto.Relation,
-    width: int,
-    target: StructType,
-    sources: Sequence[int | None],
-    alias: Callable[[int], str],
-) -> spark_proto.Relation:
-    """``query``'s columns in the table's order (``sources``: the query column of each table
-    column, None for NULL of its type), the table's column ``at`` named ``alias(at)``."""
-    with deep_messages():
-        renamed = spark_proto.Relation()
-        renamed.to_df.input.CopyFrom(query)
-        renamed.to_df.column_names.extend(_GIVEN.format(i) for i in range(width))
-        ordered = spark_proto.Relation()
-        ordered.project.input.CopyFrom(renamed)
-    for at, (field, source) in enumerate(zip(target.fields, sources, strict=True)):
-        value = (
-            quote_identifier(_GIVEN.format(source))
-            if source is not None
-            else f"CAST(NULL AS {sql_type(field.dataType)})"
-        )
-        expression = ordered.project.expressions.add()
-        expression.expression_string.expression = f"{value} AS {quote_identifier(alias(at))}"
-    return ordered
-
-
-def _sources(
-    table: TempTable, target: StructType, columns: Sequence[str], width: int
-) -> list[int | None]:
-    """For each table column, the position of the query column that fills it (None: NULL)."""
-    at = {name.lower(): i for i, name in enumerate(columns)}
-    unknown = [c for c in columns if c.lower() not in {n.lower() for n in target.names}]
-    if unknown or len(at) != len(columns) or len(columns) != width:
-        raise TempTableError(
-            f"INSERT into temporary table [{table.name}] ({', '.join(columns)}): "
-            + (
-                f"no column [{unknown[0]}] in the table ({', '.join(target.names)})"
-                if unknown
-                else "a column is listed twice"
-                if len(at) != len(columns)
-                else f"the query gives {width} columns for the {len(columns)} listed"
-            )
-        )
-    return [at.get(name.lower()) for name in target.names]
-
-
-async def run_insert(
-    upstream: UpstreamSession,
-    table: TempTable,
-    query: spark_proto.Relation,
-    columns: Sequence[str],
-    *,
-    progress: ProgressSink,
-    stop_timeout_s: float,
-) -> None:
-    """Insert ``query`` into the table's view, checked, as one Spark write the gateway runs.
-
-    Spark's errors reach the client as Spark sent them: the statement is the
-    client's own. The view's file listing is then brought up to date (``REFRESH TABLE``).
-    """
-    source = await checked_input(upstream, table, query, columns)
-    modes = spark_proto.WriteOperation.SaveMode
-    with deep_messages():
-        command = spark_proto.Command()
-        write = command.write_operation
-        write.input.CopyFrom(source)
-        write.table.table_name = quote_identifier(table.name)
-        write.table.save_method = (
-            spark_proto.WriteOperation.SaveTable.TableSaveMethod.TABLE_SAVE_METHOD_INSERT_INTO
-        )
-        write.mode = modes.SAVE_MODE_APPEND
-        plan = spark_proto.Plan(command=command)
-    operation_id = str(uuid.uuid4())
-    try:
-        async for response in upstream.execute(plan, operation_id=operation_id):
-            if response.HasField("execution_progress"):
-                progress(response)
-    except UpstreamFailed:
-        raise
-    except BaseException:
-        # The client went away: the insert must not go on writing behind its back.
+    async def execute(self, call: Call, request: InsertInto) -> Outcome:
+        """The INSERT run, checked, by the gateway, or left to Spark; either way Spark's
+        errors name the table as the statement does, where Spark says ``unknown``."""
+        named = ".".join(quote_identifier(part) for part in request.name.parts)
         try:
-            await to_the_end(stop_write(upstream, operation_id, table.name, stop_timeout_s))
-        except ConnectPluginError as exc:
-            log.warning("INSERT into temporary table [%s]: cannot stop its write: %s", table.name, exc)
-        raise
-    refresh = spark_proto.Command()
-    refresh.sql_command.input.CopyFrom(refreshed(table.name))
-    await upstream.command(refresh)
+            outcome = await self._insert(call, request)
+        except UpstreamFailed as exc:
+            exc.table = named
+            raise
+        if outcome.result is None and self._tables.lookup(call.context, request.name):
+            return dataclasses.replace(outcome, table=named)
+        return outcome
 
+    async def _insert(self, call: Call, request: InsertInto) -> Outcome:
+        if request.others:
+            for target in (request.name, *request.others):
+                if self._tables.lookup(call.context, target) is not None:
+                    raise TempTableError(
+                        f"An INSERT with several target tables cannot write into temporary "
+                        f"table [{target}]: write one INSERT INTO {target} ... for it"
+                    )
+        table = self._tables.lookup(call.context, request.name)
+        if table is None:
+            return FORWARD
+        if request.refusal:
+            raise TempTableError(request.refusal)
+        if request.ignore:
+            return _ran(table.name)
+        if request.write is not None and request.name.qualifier is not None:
+            # Spark's insertInto finds a temporary view by its bare name only.
+            request.write.table.table_name = quote_identifier(table.name)
+        query = request.write.input if request.write is not None else request.query
+        if request.overwrite and query is not None:
+            await self._overwrite(call, request, query)
+            return _ran(table.name)
+        if not await asyncio.to_thread(laid_out, table):
+            table = await self._lay_out(call, request.name)
 
-def sql_type(data_type: DataType) -> str:
-    """``data_type`` in Spark SQL, struct field names quoted (nullability left out)."""
-    if isinstance(data_type, UserDefinedType):
-        return sql_type(data_type.sqlType())
-    if isinstance(data_type, StructType):
-        fields = ", ".join(
-            f"{quote_identifier(f.name)}: {sql_type(f.dataType)}" for f in data_type.fields
+        async def secure() -> None:
+            await self._tables.written(call.context, request.name)
+
+        if request.by_name and query is not None:
+            upstream = self._upstream.session(call.context)
+            await run_insert(
+                upstream,
+                table,
+                await table_rows(upstream, table, query, by_name=True),
+                (),
+                progress=call.progress,
+                stop_timeout_s=self._stop_timeout_s,
+            )
+            await secure()
+            return _ran(table.name)
+
+        found = table_rules(table)
+        if not found:
+            return Outcome(after=secure)
+        upstream = self._upstream.session(call.context)
+        if request.write is not None:
+            if request.write.HasField("input"):
+                source = await checked_input(upstream, table, request.write.input)
+                with deep_messages():
+                    request.write.input.CopyFrom(source)
+            return Outcome(after=secure)
+        if request.query is None:
+            held = ", ".join(f"[{r.column}]" for r in found if r.refuser != NOT_NULL)
+            not_null = ", ".join(f"[{r.column}]" for r in found if r.refuser == NOT_NULL)
+            why = " and ".join(
+                [f"{table.format} cannot hold some values of {held}"] * bool(held)
+                + [f"{not_null} are declared NOT NULL"] * bool(not_null)
+            )
+            raise TempTableError(
+                f"INSERT into temporary table [{table.name}] with {request.clause} cannot be "
+                f"checked: {why}, and such an INSERT is not checked as it is stored; write "
+                f"INSERT INTO {table.name} [(columns)] SELECT ..."
+            )
+        await run_insert(
+            upstream,
+            table,
+            request.query,
+            request.columns,
+            progress=call.progress,
+            stop_timeout_s=self._stop_timeout_s,
         )
-        return f"STRUCT<{fields}>"
-    if isinstance(data_type, ArrayType):
-        return f"ARRAY<{sql_type(data_type.elementType)}>"
-    if isinstance(data_type, MapType):
-        return f"MAP<{sql_type(data_type.keyType)}, {sql_type(data_type.valueType)}>"
-    return data_type.simpleString()
+        await secure()
+        return _ran(table.name)
+
+    async def _lay_out(self, call: Call, name: Name) -> TempTable:
+        """Rewrite a partitioned table an older gateway left without partition folders (see
+        ``partition_folders``), so that Spark writes the INSERT into them."""
+
+        async with self._rewriter.rewriting(call.context, name, call.progress) as rewriting:
+            table, _ = await rewriting.run(Rewrite(files_relation(rewriting.table)))
+        return table
+
+    async def _overwrite(
+        self, call: Call, request: InsertInto, query: spark_proto.Relation
+    ) -> None:
+        """Replace the table's rows by the query's as Spark's overwrite of this kind would
+        (``overwrites``), as a rewrite: a failing overwrite leaves the table as it was."""
+
+        async with self._rewriter.rewriting(call.context, request.name, call.progress) as rewriting:
+            upstream, table = rewriting.upstream, rewriting.table
+            rows = await table_rows(
+                upstream, table, query, request.columns, by_name=request.by_name
+            )
+            if request.condition is not None:
+                rows = with_rows_replaced(table, request.condition, rows)
+            elif not request.by_name and await replaces_partitions(upstream, table):
+                rows = with_partitions_replaced(table, rows)
+            await rewriting.run(Rewrite(rows))
 
 
-def _json(text: str) -> dict[str, object]:
-    loaded = json.loads(text)
-    assert isinstance(loaded, dict)
-    return loaded
+def _ran(name: str) -> Outcome:
+    """An INSERT the gateway ran itself: answered as Spark answers one, and in a plan that
+    Spark runs too, a ``REFRESH TABLE`` of the table in its place."""
+    return Outcome(results.refreshed(name), answer=results.inserted())
+
+
+_QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
+_INSERT_WORD = re.compile(r"\bINSERT\b", re.IGNORECASE)
+"""Whether a statement led by WITH or FROM may hold an INSERT (most are queries, and are
+not tokenized further)."""
+
+
+def _written_to(write: spark_proto.WriteOperationV2) -> InsertInto:
+    """``DataFrame.writeTo(name)``: append and overwrite write into a temp table of that name;
+    the rest would make a table beside it and are refused."""
+    name = Name(tuple(write.table_name.split(".")))
+    modes = spark_proto.WriteOperationV2.Mode
+    if write.mode == modes.MODE_APPEND:
+        return InsertInto(name, query=write.input, by_name=True)
+    if write.mode == modes.MODE_OVERWRITE:
+        condition = write.overwrite_condition if write.HasField("overwrite_condition") else None
+        return InsertInto(name, True, query=write.input, by_name=True, condition=condition)
+    how = {
+        modes.MODE_CREATE: "create()",
+        modes.MODE_REPLACE: "replace()",
+        modes.MODE_CREATE_OR_REPLACE: "createOrReplace()",
+        modes.MODE_OVERWRITE_PARTITIONS: "overwritePartitions()",
+    }.get(write.mode, "this write")
+    return InsertInto(
+        name,
+        refusal=f"writeTo([{name}]).{how}: [{name}] is a temporary table of this session, "
+        "and this would make another table of that name beside it; use append() or "
+        f"overwrite(condition), or CREATE OR REPLACE TEMPORARY TABLE {name} AS ...",
+    )
+
+
+def _further_targets(cursor: Cursor) -> tuple[Name, ...]:
+    """The tables of the INSERTs after the first of a Hive multi-insert."""
+    found: list[Name] = []
+    while not cursor.done():
+        try:
+            cursor.expression("a query", stops=("INSERT INTO|OVERWRITE",))
+        except StatementSyntaxError:
+            return tuple(found)
+        if not cursor.accept("INSERT", "INTO|OVERWRITE"):
+            return tuple(found)
+        cursor.accept("TABLE")
+        found.append(cursor.name("a table name"))
+    return tuple(found)
+
+
+def _insert_clause(cursor: Cursor) -> str:
+    """What stands between an INSERT's table name (and column list) and its query ('' when
+    nothing does)."""
+    for words, clause in (
+        (("PARTITION",), "a PARTITION clause"),
+        (("BY", "NAME"), "BY NAME"),
+        (("REPLACE",), "a REPLACE clause"),
+        (("IF",), "IF NOT EXISTS"),
+    ):
+        if cursor.peek(*words):
+            return clause
+    return ""

@@ -16,8 +16,8 @@ from connect_plugin.server.tables.guards import (
     CreatePersistentViewHandler,
     CreateTempViewHandler,
     DropViewHandler,
-    InsertIntoHandler,
 )
+from connect_plugin.server.tables.inserts import InsertIntoHandler
 from connect_plugin.server.tables.table_handlers import (
     CreateTempTableHandler,
     DropTempTableHandler,
