@@ -51,8 +51,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import connect_plugin
 from connect_plugin.config import Config
-from connect_plugin.server.sessions.python_workers import daemons
 from connect_plugin.server.stack import Stack
+from connect_plugin.spark_processes.python_daemons import daemons
 
 FILES = 4
 ROWS_PER_FILE = 1_000

@@ -156,7 +156,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
 
 def _stop_idle_python_workers(idle_s: float, while_pid: int) -> int:
     """Sweep for idle daemons under ``while_pid`` until that process is gone."""
-    from connect_plugin.server.sessions.python_workers import IdleDaemons
+    from connect_plugin.spark_processes.python_daemons import IdleDaemons
 
     IdleDaemons(idle_s, under=while_pid).run(
         lambda: Path(f"/proc/{while_pid}").exists(), threading.Event()

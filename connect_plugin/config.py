@@ -125,7 +125,7 @@ class Config:
     (``--no-class-archive``: neither)."""
     worker_forks: bool = True
     """With ``local``, start the embedded server's Python worker daemons from a fork server
-    that has pyspark, pyarrow and the scan loaded (``connect_plugin.worker_forks``), instead of
+    that has pyspark, pyarrow and the scan loaded (``connect_plugin.spark_processes.worker_forks``), instead of
     a new interpreter each (``--no-worker-forks``)."""
 
     def __post_init__(self) -> None:

@@ -9,7 +9,7 @@ arguments, so pyspark loads from site-packages, compiled once at install.
 With any other pyspark (or none) the path stays as Spark set it.
 
 When ``CONNECT_PLUGIN_FORK_SERVER`` names a worker fork server
-(``connect_plugin.worker_forks``), a ``pyspark.daemon`` is forked by that
+(``connect_plugin.spark_processes.worker_forks``), a ``pyspark.daemon`` is forked by that
 server instead, already loaded; this is its client half (``run_forked``),
 kept here so that a launch imports only what it uses.
 
@@ -34,7 +34,7 @@ from typing import Any
 
 ZIP_NAME = "pyspark.zip"
 FORKS_VARIABLE = "CONNECT_PLUGIN_FORK_SERVER"
-"""Names the worker fork server's socket (``connect_plugin.worker_forks``)."""
+"""Names the worker fork server's socket (``connect_plugin.spark_processes.worker_forks``)."""
 DAEMON = ("-m", "pyspark.daemon")
 MESSAGE_BYTES = 1 << 20
 """The largest message between the launcher and the fork server (a daemon's environment)."""

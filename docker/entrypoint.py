@@ -194,7 +194,7 @@ def _worker_forks(env: Mapping[str, str]) -> bool:
 def _start_worker_forks(env: MutableMapping[str, str], python: str) -> None:
     """Start the fork server and name its socket in ``env``; it lives as long as the program
     this process execs next (which inherits its end of the server's input)."""
-    from connect_plugin.worker_forks import WorkerForks
+    from connect_plugin.spark_processes.worker_forks import WorkerForks
     from connect_plugin.worker_python import FORKS_VARIABLE
 
     forks = WorkerForks(python)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from connect_plugin.config import ENV_PREFIX
-from connect_plugin.server.class_archive import SUBMIT_OPTIONS, with_option
+from connect_plugin.spark_processes.class_archive import SUBMIT_OPTIONS, with_option
 from tests.integration.cluster.cluster import TIMINGS
 from tests.integration.installs.venvs import INSTALL_REPORT
 from tests.integration.temp_tables.dml_sequences import DML_RUNS

@@ -20,10 +20,13 @@ the code to that):
 
 On top, the composition root, which may import every part: ``gateway`` (the
 process: ``Gateway`` and ``serve``) with ``intercept`` (its hooks on the RPCs
-it does not just forward) and ``start_checks`` (what it checks and claims
-before anything slow starts), and ``stack`` (a gateway with the Spark Connect
-server it fronts) with ``embedded`` (that server from the pyspark wheel),
-``class_archive`` and ``warm_up`` (its faster starts). This module re-exports
+it does not just forward), ``statement_run`` (one ExecutePlan's statement
+from recognition to release, with ``detached``, what is kept of it for a
+client that reattaches, and ``own_responses``, the responses the gateway
+makes itself) and ``start_checks`` (what it checks and claims before
+anything slow starts), and ``stack`` (a gateway with the Spark Connect
+server it fronts) with ``embedded`` (that server from the pyspark wheel,
+started fast by ``connect_plugin.spark_processes``). This module re-exports
 ``Gateway`` and ``serve`` only.
 """
 

@@ -26,9 +26,14 @@ import grpc
 
 from connect_plugin.errors import EnvironmentProblem, UpstreamUnavailable
 from connect_plugin.extras import SERVER_INSTALL
-from connect_plugin.server.class_archive import SUBMIT_OPTIONS, ArchiveUse, archive_use, with_option
 from connect_plugin.server.sessions.private_files import open_private
-from connect_plugin.worker_forks import WorkerForks
+from connect_plugin.spark_processes.class_archive import (
+    SUBMIT_OPTIONS,
+    ArchiveUse,
+    archive_use,
+    with_option,
+)
+from connect_plugin.spark_processes.worker_forks import WorkerForks
 from connect_plugin.worker_python import FORKS_VARIABLE, launcher
 
 log = logging.getLogger(__name__)
@@ -137,8 +142,8 @@ class EmbeddedSparkConnect:
         the folder of the JVM's class-data-sharing archive, mapped when there, written at
         the JVM's clean exit when not (``class_archive``); None: none. ``worker_forks``:
         with the launcher, a fork server beside the JVM starts each Python worker daemon
-        already loaded (``connect_plugin.worker_forks``). ``jvm_options``: added to the
-        JVM's ``SPARK_SUBMIT_OPTS``."""
+        already loaded (``connect_plugin.spark_processes.worker_forks``). ``jvm_options``:
+        added to the JVM's ``SPARK_SUBMIT_OPTS``."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master

@@ -33,11 +33,10 @@ from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.scans.scan_views import CreateScanViewHandler
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.expiry import SessionWatch
-from connect_plugin.server.sessions.python_workers import stop_ended
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.recovery import Recovery
 from connect_plugin.server.sessions.registry import SessionRegistry, admit_request
-from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.release import SessionRelease, stop_ended
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
 from connect_plugin.server.sessions.writes import stop_late_watches

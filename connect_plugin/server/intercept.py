@@ -24,9 +24,8 @@ from connect_plugin.server.monitoring.statement_audit import StatementCount
 from connect_plugin.server.scans.scan_rows import ScanRows
 from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.sessions.clone import Cloner
-from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import SessionRegistry
-from connect_plugin.server.sessions.release import SessionRelease
+from connect_plugin.server.sessions.release import SessionRelease, learn_server_side_session
 from connect_plugin.server.sessions.views import uncache
 from connect_plugin.server.sessions.writes import stop_writes
 from connect_plugin.server.statement_run import Statements

@@ -20,11 +20,11 @@ from pathlib import Path
 from types import TracebackType
 
 from connect_plugin.config import Config
-from connect_plugin.server.class_archive import default_folder
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
-from connect_plugin.server.sessions.python_workers import IdleDaemons
 from connect_plugin.server.start_checks import Prepared, prepare
+from connect_plugin.spark_processes.class_archive import default_folder
+from connect_plugin.spark_processes.python_daemons import IdleDaemons
 from connect_plugin.upstream_url import LOOPBACK_HOSTS
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ WARM_UP_TIMEOUT_S = 120.0
 def _warm_up(address: str) -> None:
     """Warm the embedded server; a failure or a hang costs the first user time, never the
     start (a warm-up still running after ``WARM_UP_TIMEOUT_S`` goes on beside serving)."""
-    from connect_plugin.server.warm_up import warm_up
+    from connect_plugin.spark_processes.warm_up import warm_up
 
     def run() -> None:
         try:

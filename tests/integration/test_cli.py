@@ -17,7 +17,7 @@ import pytest
 from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 
 from connect_plugin.server.embedded import TOKEN_VARIABLE, free_port
-from connect_plugin.server.sessions.python_workers import daemons
+from connect_plugin.spark_processes.python_daemons import daemons
 from tests.integration.support import Upstream, new_session, spark_connect_server_pids
 
 CLI = str(Path(sys.executable).parent / "connect-plugin")

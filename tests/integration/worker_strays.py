@@ -1,7 +1,7 @@
 """Python workers left behind by their daemon, among those of the test session's Spark.
 
 The embedded server's Python worker daemons are forked by its worker fork
-server (``connect_plugin.worker_forks``), a child of the test process, and
+server (``connect_plugin.spark_processes.worker_forks``), a child of the test process, and
 so are their workers: all of them run under the server's command line, which
 names its socket. A process of that command line whose parent runs another
 one (init, or a subreaper) is a worker whose daemon is gone.
@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-FORK_SERVER_MODULE = b"connect_plugin.worker_forks"
+FORK_SERVER_MODULE = b"connect_plugin.spark_processes.worker_forks"
 
 
 def _cmdline(pid: int) -> bytes:

@@ -25,12 +25,12 @@ PUBLIC = "__init__"
 LAYERS: Mapping[str, frozenset[str]] = {
     "errors": frozenset(),
     "proto": frozenset(),
-    "worker_python": frozenset(),
-    "worker_forks": frozenset({"worker_python"}),
     "upstream_url": frozenset({"errors"}),
     "config": frozenset({"errors", "upstream_url"}),
     "extras": frozenset({"errors"}),
     "scanning": frozenset({"errors"}),
+    "worker_python": frozenset(),
+    "spark_processes": frozenset({PUBLIC, "errors", "scanning", "worker_python"}),
     "client": frozenset({"errors", "extras", "proto", "scanning"}),
     PUBLIC: frozenset({"client"}),
     "server": frozenset(
@@ -41,14 +41,14 @@ LAYERS: Mapping[str, frozenset[str]] = {
             "extras",
             "proto",
             "scanning",
+            "spark_processes",
             "upstream_url",
-            "worker_forks",
             "worker_python",
         }
     ),
     "demo": frozenset({PUBLIC, "client", "config", "server"}),
     "pytest_plugin": frozenset({PUBLIC, "config", "errors", "extras", "server"}),
-    "cli": frozenset({PUBLIC, "config", "demo", "errors", "extras", "server"}),
+    "cli": frozenset({PUBLIC, "config", "demo", "errors", "extras", "server", "spark_processes"}),
 }
 """Each part of ``connect_plugin`` -> the other parts its modules may import, the floor
 first: nothing under the client imports it, nothing but the command line, the demo and the
@@ -60,7 +60,6 @@ FACES: Mapping[str, frozenset[str]] = {
         {
             "connect_plugin.server",
             "connect_plugin.server.stack",
-            "connect_plugin.server.sessions.python_workers",
         }
     ),
 }

@@ -25,8 +25,8 @@ from connect_plugin import proto
 from connect_plugin.errors import PlanError, UpstreamFailed
 from connect_plugin.scanning.spark import ScanDataSource
 from connect_plugin.server.scans.cached_scans import clears_cache, scan_key, track, unrewritten
-from connect_plugin.server.sessions.python_workers import learn_server_side_session
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
+from connect_plugin.server.sessions.release import learn_server_side_session
 from connect_plugin.server.statements.handlers import CachedScans
 from connect_plugin.server.transport.upstream import SessionContext, UpstreamSession
 

@@ -9,9 +9,9 @@ it survives the gateway (``store``, in the gateway's own private files,
 hold (``quotas``); whether the upstream still has a session (``liveness``);
 the Spark side of a temp table, its view (``views``) and the write of its
 files (``writes``); and each way a session ends or goes on: its release
-(``release``), the expiry of idle and lost ones (``expiry``), the start-up
-repair (``recovery``), its clone (``clone``) and its Python workers
-(``python_workers``).
+(``release``, which stops its Python workers too), the expiry of idle and
+lost ones (``expiry``), the start-up repair (``recovery``) and its clone
+(``clone``).
 
 A session's life and its tables' files stand only on the transport (the
 upstream session they work in, plan pieces) and the model (the names

@@ -6,7 +6,10 @@ Each way ends in ``SessionRelease.forget``: the session turns ``RELEASING``
 (new statements wait), the statement running in it finishes, its tables'
 rows are marked dropping, its object is forgotten (``GONE``), its folder
 goes, then its rows. A crash in between is finished at the next start,
-which finds the session gone upstream.
+which finds the session gone upstream. With ``stop_python_workers``, the
+Python workers Spark started for the session go too (``stop_ended``): the
+gateway learns the server-side session that names them first
+(``learn_server_side_session``).
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from connect_plugin.errors import WorkspaceError
+from connect_plugin.errors import ConnectPluginError, WorkspaceError
 from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionRegistry
 from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.transport.upstream import UpstreamSession
+from connect_plugin.spark_processes.python_daemons import stop_session
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +82,46 @@ class SessionRelease:
         if session.stored:
             self._registry.remove_session(session)
         return True
+
+
+async def learn_server_side_session(
+    registry: SessionRegistry, session: Session, upstream: UpstreamSession
+) -> None:
+    """Record the server-side session whose Python workers the session's end stops.
+
+    A registration command or a release is answered without a response that
+    names it, so the upstream is asked (a call that creates nothing). A
+    session Spark no longer knows stays unnamed: the idle sweep finds its
+    daemons.
+    """
+    try:
+        found = upstream.server_side_session_id or await upstream.current_server_side_session_id()
+    except ConnectPluginError as exc:
+        log.info("session %s: no server-side session to name: %s", session.session_id, exc)
+        return
+    registry.record_server_side_session(session, found)
+
+
+def stop_ended(session: Session) -> None:
+    """Stop the Python workers of a session the gateway forgot (``SessionRelease``'s
+    ``ended``, with ``stop_python_workers``), on a worker thread: looking through ``/proc``
+    takes time the event loop must not wait for."""
+    server_side = session.server_side_session_id
+    if not server_side:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        _stop_quietly(server_side)
+        return
+    loop.run_in_executor(None, _stop_quietly, server_side)
+
+
+def _stop_quietly(server_side_session_id: str) -> None:
+    try:
+        stop_session(server_side_session_id)
+    except OSError:
+        log.exception("stopping the Python workers of session %s failed", server_side_session_id)
 
 
 async def to_the_end(work: Awaitable[None]) -> None:

@@ -34,7 +34,7 @@ GATEWAY_PORT = 15002
 WORKER_CORES = 1
 WORKER_MEMORY = "1536m"
 SWEEPER = "stop-idle-python-workers"
-FORK_SERVER = b"connect_plugin.worker_forks"
+FORK_SERVER = b"connect_plugin.spark_processes.worker_forks"
 SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",

@@ -32,7 +32,7 @@ import connect_plugin
 from connect_plugin.config import Config
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
-from connect_plugin.server.sessions.python_workers import daemons
+from connect_plugin.spark_processes.python_daemons import daemons
 from tests.integration.installs.api_check import assert_api_works
 from tests.integration.installs.requirements import (
     lower_end,

@@ -34,7 +34,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import connect_plugin
-from connect_plugin.server.sessions.python_workers import IdleDaemons, daemons
+from connect_plugin.spark_processes.python_daemons import IdleDaemons, daemons
 from tests.integration.support import Upstream, embedded_jvm, new_session, serving
 from tests.integration.worker_strays import fork_server, settled_strays, strays
 

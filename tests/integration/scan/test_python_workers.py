@@ -20,7 +20,7 @@ import pytest
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import connect_plugin
-from connect_plugin.server.sessions.python_workers import IdleDaemons, daemons
+from connect_plugin.spark_processes.python_daemons import IdleDaemons, daemons
 from tests.integration.support import Upstream, embedded_jvm, json_parts, new_session, serving
 
 SESSIONS = 30

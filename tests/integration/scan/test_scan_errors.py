@@ -37,7 +37,7 @@ from pyspark.sql.types import LongType
 
 import connect_plugin
 from connect_plugin.server.gateway import Gateway
-from connect_plugin.server.sessions.python_workers import daemons
+from connect_plugin.spark_processes.python_daemons import daemons
 from tests.integration.support import Upstream, embedded_jvm, new_session
 
 SPARKS_TEXT = ("Spark: [PYTHON_DATA_SOURCE_ERROR] ", "Spark: [PYTHON_EXCEPTION] ")

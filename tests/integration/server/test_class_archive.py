@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from connect_plugin.server.class_archive import ARCHIVE_SUFFIX, PARTIAL_SUFFIX
 from connect_plugin.server.embedded import EmbeddedSparkConnect
+from connect_plugin.spark_processes.class_archive import ARCHIVE_SUFFIX, PARTIAL_SUFFIX
 from tests.integration.support import TEST_SPARK_CONF, spark_connect_server_pids
 
 pytestmark = pytest.mark.skipif(

@@ -59,7 +59,7 @@ BASE = frozenset({"connect_plugin.errors", "connect_plugin.config"})
 OUTSIDE: Mapping[str, frozenset[str]] = {
     "model": frozenset({"connect_plugin.errors", "connect_plugin.proto.*"}) | SCAN,
     "transport": BASE | {"connect_plugin.upstream_url"},
-    "sessions": BASE,
+    "sessions": BASE | {"connect_plugin.spark_processes.python_daemons"},
     "monitoring": BASE,
     "statements": BASE | {"connect_plugin.proto.*"} | SCAN,
     "tables": BASE | {"connect_plugin.proto.*"},
@@ -71,7 +71,7 @@ OUTSIDE: Mapping[str, frozenset[str]] = {
         "connect_plugin.extras",
         "connect_plugin.proto.*",
         "connect_plugin.upstream_url",
-        "connect_plugin.worker_forks",
+        "connect_plugin.spark_processes.*",
         "connect_plugin.worker_python",
     },
 }

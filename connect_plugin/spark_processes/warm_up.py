@@ -21,7 +21,7 @@ from pathlib import Path
 import connect_plugin
 from connect_plugin.scanning import ScanOptions
 from connect_plugin.scanning.spark import SPEC_OPTION, ScanDataSource
-from connect_plugin.server.sessions.python_workers import stop_session
+from connect_plugin.spark_processes.python_daemons import stop_session
 
 log = logging.getLogger(__name__)
 

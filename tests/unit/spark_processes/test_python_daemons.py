@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from connect_plugin.server.sessions.python_workers import Daemon, IdleDaemons, daemons, stop_session
+from connect_plugin.spark_processes.python_daemons import Daemon, IdleDaemons, daemons, stop_session
 
 WAIT_S = 10.0
 SESSION = "SPARK_JOB_ARTIFACT_UUID"

@@ -31,8 +31,8 @@ from typing import Any
 import pyspark
 import pytest
 
-from connect_plugin.server.sessions.python_workers import daemons
-from connect_plugin.worker_forks import PRELOAD, WorkerForks, reseed
+from connect_plugin.spark_processes.python_daemons import daemons
+from connect_plugin.spark_processes.worker_forks import PRELOAD, WorkerForks, reseed
 from connect_plugin.worker_python import FORKS_VARIABLE
 
 LAUNCHER = str(Path(sys.executable).with_name("connect-plugin-python"))
@@ -471,7 +471,7 @@ def test_a_server_handed_to_an_exec_lives_as_long_as_that_program() -> None:
     does, and leaves no folder."""
     code = (
         "import os, sys\n"
-        "from connect_plugin.worker_forks import WorkerForks\n"
+        "from connect_plugin.spark_processes.worker_forks import WorkerForks\n"
         "forks = WorkerForks(sys.executable)\n"
         "path = forks.start()\n"
         "assert forks.ready()\n"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from connect_plugin.config import Config
-from connect_plugin.server.class_archive import (
+from connect_plugin.server.stack import Stack
+from connect_plugin.spark_processes.class_archive import (
     KEPT_ARCHIVES,
     PARTIAL_SUFFIX,
     STALE_PARTIAL_S,
@@ -19,7 +20,6 @@ from connect_plugin.server.class_archive import (
     default_folder,
     with_option,
 )
-from connect_plugin.server.stack import Stack
 
 
 def _installation(root: Path) -> tuple[Path, Path]:

@@ -28,7 +28,6 @@ it stops its workers and exits.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
@@ -37,13 +36,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from connect_plugin.errors import ConnectPluginError
-
-if TYPE_CHECKING:
-    from connect_plugin.server.sessions.registry import Session, SessionRegistry
-    from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +43,7 @@ SWEEP_INTERVAL_S = 60.0
 """The longest wait between two looks for idle daemons."""
 
 DAEMON_MODULE = b"pyspark.daemon"
-FORK_SERVER_MODULE = b"connect_plugin.worker_forks"
+FORK_SERVER_MODULE = b"connect_plugin.spark_processes.worker_forks"
 SESSION_VARIABLE = b"SPARK_JOB_ARTIFACT_UUID="
 
 
@@ -73,7 +65,7 @@ def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon
 
     A daemon's workers are forks of it, with its command line and
     environment: they count as its workers, not as daemons. A daemon the
-    worker fork server (``connect_plugin.worker_forks``) forked is known by
+    worker fork server (``connect_plugin.spark_processes.worker_forks``) forked is known by
     its launcher, the process Spark started, which has the daemon's command
     line and environment; the workers are the forked daemon's.
     """
@@ -203,45 +195,6 @@ class IdleDaemons:
 def sweep_interval(idle_s: float) -> float:
     """A few looks per idle period, at most a minute apart and at least a second."""
     return min(SWEEP_INTERVAL_S, max(idle_s / 4, 1.0))
-
-
-async def learn_server_side_session(
-    registry: SessionRegistry, session: Session, upstream: UpstreamSession
-) -> None:
-    """Record the server-side session whose Python workers the session's end stops.
-
-    A registration command or a release is answered without a response that
-    names it, so the upstream is asked (a call that creates nothing). A
-    session Spark no longer knows stays unnamed: the idle sweep finds its
-    daemons.
-    """
-    try:
-        found = upstream.server_side_session_id or await upstream.current_server_side_session_id()
-    except ConnectPluginError as exc:
-        log.info("session %s: no server-side session to name: %s", session.session_id, exc)
-        return
-    registry.record_server_side_session(session, found)
-
-
-def stop_ended(session: Session) -> None:
-    """Stop the daemons of a session the gateway forgot (``SessionRelease``'s ``ended``), on a
-    worker thread: looking through ``/proc`` takes time the event loop must not wait for."""
-    server_side = session.server_side_session_id
-    if not server_side:
-        return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        _stop_quietly(server_side)
-        return
-    loop.run_in_executor(None, _stop_quietly, server_side)
-
-
-def _stop_quietly(server_side_session_id: str) -> None:
-    try:
-        stop_session(server_side_session_id)
-    except OSError:
-        log.exception("stopping the Python workers of session %s failed", server_side_session_id)
 
 
 def _processes(proc: Path) -> Iterator[tuple[int, bytes, bytes]]:

@@ -26,7 +26,7 @@ would.
 - The server serves only its own user (``SO_PEERCRED``), from a socket in
   a ``0700`` folder, and exits when its owner closes its standard input.
 
-Run as ``python -m connect_plugin.worker_forks SOCKET``; it prints
+Run as ``python -m connect_plugin.spark_processes.worker_forks SOCKET``; it prints
 ``ready`` once it listens. ``EmbeddedSparkConnect`` starts one beside its JVM
 and names its socket in ``CONNECT_PLUGIN_FORK_SERVER`` (``worker_python.FORKS_VARIABLE``).
 """
@@ -402,7 +402,7 @@ class WorkerForks:
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if len(arguments) != 1:
-        raise SystemExit("usage: python -m connect_plugin.worker_forks SOCKET")
+        raise SystemExit("usage: python -m connect_plugin.spark_processes.worker_forks SOCKET")
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
