@@ -7,7 +7,10 @@ the code to that):
 - ``model``: the gateway's statements, whichever way a client sent them, and
   the SQL pieces it writes for Spark;
 - ``transport``: the gateway's two gRPC sides: channels, auth, forwarding,
-  plan decoding, the upstream session and the status of errors;
+  plan decoding, the upstream session (and whether it still has a session)
+  and the status of errors;
+- ``table_files``: a temp table's record and name, and the Spark side of its
+  files: their view and their write;
 - ``sessions``: the registry and its store, workspace files, quotas,
   liveness, a temp table's record, view and write, and each way a session
   ends or goes on (release, expiry, recovery, clone);

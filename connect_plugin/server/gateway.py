@@ -39,10 +39,10 @@ from connect_plugin.server.sessions.registry import SessionRegistry, admit_reque
 from connect_plugin.server.sessions.release import SessionRelease, stop_ended
 from connect_plugin.server.sessions.store import SqliteSessionStore
 from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace, WorkspaceLock
-from connect_plugin.server.sessions.writes import stop_late_watches
 from connect_plugin.server.start_checks import Prepared, prepare
 from connect_plugin.server.statements.config_guard import screen_substitutions
 from connect_plugin.server.statements.handlers import HandlerRegistry, SqlOrder
+from connect_plugin.server.table_files.writes import stop_late_watches
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.create import TableCreator
 from connect_plugin.server.tables.guards import (

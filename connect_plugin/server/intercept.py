@@ -25,13 +25,16 @@ from connect_plugin.server.scans.scan_rows import ScanRows
 from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.sessions.clone import Cloner
 from connect_plugin.server.sessions.registry import SessionRegistry
-from connect_plugin.server.sessions.release import SessionRelease, learn_server_side_session
-from connect_plugin.server.sessions.views import uncache
-from connect_plugin.server.sessions.writes import stop_writes
+from connect_plugin.server.sessions.release import (
+    SessionRelease,
+    learn_server_side_session,
+    stop_writes,
+)
 from connect_plugin.server.statement_run import Statements
 from connect_plugin.server.statements.config_guard import ConfigGuard
 from connect_plugin.server.statements.dispatch import Dispatcher
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry
+from connect_plugin.server.table_files.views import uncache
 from connect_plugin.server.transport.forwarding import forwardable_metadata
 from connect_plugin.server.transport.interception import Interception
 from connect_plugin.server.transport.spark_status import scan_error_details

@@ -62,9 +62,9 @@ from connect_plugin.server.own_responses import SYNTHETIC_RESPONSE_PREFIX, OwnRe
 from connect_plugin.server.scans.scan_rows import ResponseWatch, ScanRows, scan_policy
 from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.sessions.registry import SessionRegistry
-from connect_plugin.server.sessions.writes import ProgressSink
 from connect_plugin.server.statements.dispatch import Dispatcher, Recognised
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry, Outcome
+from connect_plugin.server.table_files.writes import ProgressSink
 from connect_plugin.server.tables.qualifier_database import refuse_if_ambiguous
 from connect_plugin.server.transport.interception import Interception
 from connect_plugin.server.transport.spark_status import (

@@ -14,5 +14,5 @@ The top of the handled requests: a scan's rejects table is created and read
 as any temp table, and its handlers join the statements' registry. The scan
 itself, what it reads and how, is ``connect_plugin.scanning``.
 
-Imports from the server: ``model``, ``sessions``, ``statements``, ``tables``, ``transport``.
+Imports from the server: ``model``, ``sessions``, ``statements``, ``table_files``, ``tables``, ``transport``.
 """

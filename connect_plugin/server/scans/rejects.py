@@ -37,8 +37,8 @@ from connect_plugin.errors import TempTableExists, TempTableQueryFailed, Upstrea
 from connect_plugin.scanning import ScanSpec
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.model.statements import CreateTempTable, Name
-from connect_plugin.server.sessions.views import temp_view_names
 from connect_plugin.server.statements.handlers import Call
+from connect_plugin.server.table_files.views import temp_view_names
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.create import TableCreator
 from connect_plugin.server.transport.upstream import SessionContext, Upstream

@@ -56,8 +56,8 @@ from connect_plugin.server.scans.rejects import RejectsTables
 from connect_plugin.server.scans.scan_counts import push_row_counts
 from connect_plugin.server.scans.scan_pruning import push_file_filters
 from connect_plugin.server.scans.scan_sessions import ScanSessions
-from connect_plugin.server.sessions.temp_table import new_files_stamp
 from connect_plugin.server.statements.handlers import CachedScans, Call, Handler, Outcome
+from connect_plugin.server.table_files.temp_table import new_files_stamp
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 

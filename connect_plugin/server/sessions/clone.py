@@ -20,8 +20,8 @@ from connect_plugin.errors import ConnectPluginError, TempTableError, WorkspaceE
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease, to_the_end
-from connect_plugin.server.sessions.views import create_view
 from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.table_files.views import create_view
 from connect_plugin.server.transport.upstream import SessionContext, Upstream
 
 log = logging.getLogger(__name__)

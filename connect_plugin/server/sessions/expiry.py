@@ -32,11 +32,11 @@ from google.protobuf.message import Message
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError
-from connect_plugin.server.sessions.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionKey, SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.store import now
-from connect_plugin.server.sessions.views import uncache
+from connect_plugin.server.table_files.views import uncache
+from connect_plugin.server.transport.liveness import Liveness, liveness_of, probe
 from connect_plugin.server.transport.upstream import Upstream, upstream_failure
 
 log = logging.getLogger(__name__)

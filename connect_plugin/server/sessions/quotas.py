@@ -13,8 +13,8 @@ from __future__ import annotations
 from connect_plugin.config import Config
 from connect_plugin.errors import QuotaExceeded
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
-from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.table_files.temp_table import TempTable
 
 SESSIONS_PER_USER = "sessions_per_user"
 TABLES_PER_SESSION = "tables_per_session"

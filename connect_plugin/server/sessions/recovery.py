@@ -32,13 +32,13 @@ from typing import TypeVar
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError, WorkspaceError
-from connect_plugin.server.sessions.liveness import Liveness, probe
 from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.store import StoredTable, TableState
-from connect_plugin.server.sessions.views import create_view, drop_view
 from connect_plugin.server.sessions.workspace import Workspace
-from connect_plugin.server.sessions.writes import remove_for_good, stop_write
+from connect_plugin.server.table_files.views import create_view, drop_view
+from connect_plugin.server.table_files.writes import remove_for_good, stop_write
+from connect_plugin.server.transport.liveness import Liveness, probe
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
 
 log = logging.getLogger(__name__)

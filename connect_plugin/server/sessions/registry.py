@@ -62,7 +62,7 @@ from connect_plugin.server.sessions.store import (
     TableState,
     now,
 )
-from connect_plugin.server.sessions.temp_table import TempTable, new_files_stamp
+from connect_plugin.server.table_files.temp_table import TempTable, new_files_stamp
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from connect_plugin.errors import ConnectPluginError, WorkspaceError
 from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionRegistry
 from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.table_files.writes import stop_write
 from connect_plugin.server.transport.upstream import UpstreamSession
 from connect_plugin.spark_processes.python_daemons import stop_session
 
@@ -82,6 +83,24 @@ class SessionRelease:
         if session.stored:
             self._registry.remove_session(session)
         return True
+
+
+async def stop_writes(session: Session, upstream: UpstreamSession, timeout_s: float) -> None:
+    """Stop the session's running CTTAS writes before the session is released upstream.
+
+    Once Spark has released a session it can no longer say whether an
+    operation of it still runs, so the writes are stopped while it can.
+    """
+    outcomes = await asyncio.gather(
+        *(
+            stop_write(upstream, operation_id, name, timeout_s)
+            for operation_id, name in list(session.writes.items())
+        ),
+        return_exceptions=True,
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            log.warning("session %s: before its release, %s", session.session_id, outcome)
 
 
 async def learn_server_side_session(

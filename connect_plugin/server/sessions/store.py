@@ -33,7 +33,7 @@ from typing import Protocol
 
 from connect_plugin.errors import RegistryError
 from connect_plugin.server.sessions.private_files import secure_sqlite
-from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.table_files.temp_table import TempTable
 
 SCHEMA_VERSION = 2
 """1: the first schema; 2: a table's ``size`` (a column added to a version 1 store)."""

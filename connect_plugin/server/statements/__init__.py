@@ -12,5 +12,5 @@ The handlers of temp tables and of scans register here and stand above; a
 statement's handler may write a session's temp table, so this package stands
 on the sessions.
 
-Imports from the server: ``model``, ``sessions``, ``transport``.
+Imports from the server: ``model``, ``sessions``, ``table_files``, ``transport``.
 """

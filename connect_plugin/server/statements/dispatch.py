@@ -22,7 +22,6 @@ from pyspark.sql.connect import proto as spark_proto
 from connect_plugin.config import Config
 from connect_plugin.errors import PlanError, SessionMismatch, UnknownExtension
 from connect_plugin.server.model.statements import Statement
-from connect_plugin.server.sessions.table_names import SESSION_QUALIFIED
 from connect_plugin.server.statements.handlers import CachedScans, Call, HandlerRegistry, Outcome
 from connect_plugin.server.statements.recognition import (
     INLINE_CHARS,
@@ -30,6 +29,7 @@ from connect_plugin.server.statements.recognition import (
     first_keyword,
     recognise,
 )
+from connect_plugin.server.table_files.table_names import SESSION_QUALIFIED
 from connect_plugin.server.transport.plans import Extension, extensions, replace_node, unpack
 
 MAX_PLUGIN_NESTING = 32

@@ -26,9 +26,9 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import NotSupportedYet
 from connect_plugin.server.model.statements import Statement
-from connect_plugin.server.sessions.writes import ProgressSink
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.recognition import Cursor, Rule
+from connect_plugin.server.table_files.writes import ProgressSink
 from connect_plugin.server.transport.upstream import SessionContext
 
 R = TypeVar("R", bound=Statement)

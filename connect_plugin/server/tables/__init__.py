@@ -17,5 +17,5 @@ the database named like the tables' qualifier (``qualifier_database``).
 A table's record, name, view and files belong to its session, below; the
 handlers here register with the statements' registry.
 
-Imports from the server: ``model``, ``sessions``, ``statements``, ``transport``.
+Imports from the server: ``model``, ``sessions``, ``statements``, ``table_files``, ``transport``.
 """

@@ -33,16 +33,16 @@ from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.model.statements import Name
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
 from connect_plugin.server.sessions.release import to_the_end
-from connect_plugin.server.sessions.table_names import (
+from connect_plugin.server.sessions.workspace import Workspace
+from connect_plugin.server.statements import results
+from connect_plugin.server.statements.handlers import Outcome
+from connect_plugin.server.table_files.table_names import (
     RETIRED_QUALIFIER,
     SESSION_QUALIFIERS,
     retired,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.views import drop_view, files_relation, temp_view_names
-from connect_plugin.server.sessions.workspace import Workspace
-from connect_plugin.server.statements import results
-from connect_plugin.server.statements.handlers import Outcome
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.views import drop_view, files_relation, temp_view_names
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 

@@ -20,22 +20,22 @@ from connect_plugin.errors import (
     WorkspaceError,
 )
 from connect_plugin.server.model.statements import CreateTempTable
-from connect_plugin.server.sessions.liveness import Liveness, probe
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
-from connect_plugin.server.sessions.table_names import check_table_name
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.views import temp_view_names
 from connect_plugin.server.sessions.workspace import Workspace
-from connect_plugin.server.sessions.writes import (
-    ProgressSink,
-)
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import Outcome
+from connect_plugin.server.table_files.table_names import check_table_name
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.views import temp_view_names
+from connect_plugin.server.table_files.writes import (
+    ProgressSink,
+)
 from connect_plugin.server.tables.lossless import layout
 from connect_plugin.server.tables.table_input import check_shape, shaped_input
 from connect_plugin.server.tables.value_checks import checked, rules
 from connect_plugin.server.tables.versions import TableVersions
+from connect_plugin.server.transport.liveness import Liveness, probe
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 
 log = logging.getLogger(__name__)

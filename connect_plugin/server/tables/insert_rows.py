@@ -37,9 +37,9 @@ from pyspark.sql.types import (
 from connect_plugin.errors import ConnectPluginError, TempTableError, UpstreamFailed
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.sessions.release import to_the_end
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.writes import ProgressSink, stop_write
 from connect_plugin.server.statements.results import refreshed
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.writes import ProgressSink, stop_write
 from connect_plugin.server.tables.value_checks import Rule, checked, rules
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import UpstreamSession

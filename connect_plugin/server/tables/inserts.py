@@ -23,11 +23,11 @@ from connect_plugin.server.model.statements import (
     InsertInto,
     Name,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.views import files_relation
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.views import files_relation
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.insert_rows import (
     checked_input,

@@ -22,8 +22,8 @@ from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import DoubleType, FloatType, StructField, StructType
 
 from connect_plugin.server.model.spark_sql import literal, quote_identifier
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.views import files_relation
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.views import files_relation
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import UpstreamSession
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.types import StructType
 
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.writes import ProgressSink, write_files
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.writes import ProgressSink, write_files
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"

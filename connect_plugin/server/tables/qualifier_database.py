@@ -21,8 +21,8 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import AmbiguousQualifier, ConnectPluginError
 from connect_plugin.server.model.statements import Name, Statement
-from connect_plugin.server.sessions.table_names import SESSION_QUALIFIERS
-from connect_plugin.server.sessions.views import temp_view_names
+from connect_plugin.server.table_files.table_names import SESSION_QUALIFIERS
+from connect_plugin.server.table_files.views import temp_view_names
 from connect_plugin.server.transport.upstream import Upstream, UpstreamSession
 
 log = logging.getLogger(__name__)

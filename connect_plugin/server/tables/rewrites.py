@@ -41,9 +41,9 @@ from connect_plugin.errors import (
 )
 from connect_plugin.server.model.statements import Name
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
-from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.workspace import Workspace
-from connect_plugin.server.sessions.writes import ProgressSink, Written
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.writes import ProgressSink, Written
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.value_checks import checked, rules
 from connect_plugin.server.tables.versions import TableVersions

@@ -26,8 +26,8 @@ from connect_plugin.server.model.statements import (
     Name,
     UpdateTable,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.statements.recognition import compared_column
+from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.transport.plans import deep_messages
 
 CLAUSE = "__connect_plugin_clause"

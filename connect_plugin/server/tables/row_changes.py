@@ -51,11 +51,11 @@ from connect_plugin.server.model.statements import (
     TruncateTable,
     UpdateTable,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.writes import Written
 from connect_plugin.server.statements import results
 from connect_plugin.server.statements.handlers import FORWARD, Call, Handler, Outcome
 from connect_plugin.server.statements.recognition import Cursor
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.writes import Written
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.rewrites import Rewrite, TableRewriter
 from connect_plugin.server.tables.row_change_plans import (

@@ -22,14 +22,13 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConnectPluginError, RegistryError, WorkspaceError
-from connect_plugin.server.sessions.liveness import Liveness, liveness_of
 from connect_plugin.server.sessions.quotas import Quotas
 from connect_plugin.server.sessions.registry import Session, SessionRegistry
 from connect_plugin.server.sessions.release import to_the_end
-from connect_plugin.server.sessions.temp_table import TempTable
-from connect_plugin.server.sessions.views import create_view, drop_view
 from connect_plugin.server.sessions.workspace import Workspace
-from connect_plugin.server.sessions.writes import (
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.table_files.views import create_view, drop_view
+from connect_plugin.server.table_files.writes import (
     ProgressSink,
     Written,
     remove_for_good,
@@ -37,6 +36,7 @@ from connect_plugin.server.sessions.writes import (
     write_files,
 )
 from connect_plugin.server.tables.partition_folders import write_null_partition
+from connect_plugin.server.transport.liveness import Liveness, liveness_of
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)

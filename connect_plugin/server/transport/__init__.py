@@ -6,7 +6,8 @@ Spark's token (``upstream_token``), which client sent a request
 accumulators kept from the Scala client, ``observed_metrics``), what the
 gateway's hooks and observers tell the forwarder (``interception``) and
 decoding the plans in a request (``plans``); on the upstream side, the work
-the gateway does in a user's Spark session (``upstream``); and the one place
+the gateway does in a user's Spark session (``upstream``) and whether the
+upstream still has a session (``liveness``); and the one place
 errors become a gRPC status (``status``, ``spark_status``).
 
 The floor of the server: nothing here knows sessions, temp tables,

@@ -9,8 +9,8 @@ from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import TempTableError
 from connect_plugin.server.model.statements import CreateTempTable, Statement
-from connect_plugin.server.sessions.table_names import check_table_name
 from connect_plugin.server.statements.recognition import SqlText, first_keyword, recognise
+from connect_plugin.server.table_files.table_names import check_table_name
 from connect_plugin.server.tables.guards import (
     AlterViewHandler,
     CreatePersistentViewHandler,

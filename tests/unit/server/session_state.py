@@ -17,8 +17,8 @@ from connect_plugin.server.sessions.recovery import Recovery
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.release import SessionRelease
 from connect_plugin.server.sessions.store import SqliteSessionStore, StoredSession, TableState
-from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.workspace import REGISTRY_FILE, Workspace
+from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.transport.upstream import Upstream
 
 RECOVERY_TIMEOUT_S = 2.0

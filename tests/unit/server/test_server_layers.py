@@ -39,13 +39,23 @@ TOP = "top"
 LAYERS: Mapping[str, frozenset[str]] = {
     "model": frozenset(),
     "transport": frozenset(),
-    "sessions": frozenset({"model", "transport"}),
+    "table_files": frozenset({"model", "transport"}),
+    "sessions": frozenset({"model", "table_files", "transport"}),
     "monitoring": frozenset({"model", "sessions", "transport"}),
-    "statements": frozenset({"model", "sessions", "transport"}),
-    "tables": frozenset({"model", "sessions", "statements", "transport"}),
-    "scans": frozenset({"model", "sessions", "statements", "tables", "transport"}),
+    "statements": frozenset({"model", "sessions", "table_files", "transport"}),
+    "tables": frozenset({"model", "sessions", "statements", "table_files", "transport"}),
+    "scans": frozenset({"model", "sessions", "statements", "table_files", "tables", "transport"}),
     TOP: frozenset(
-        {"model", "monitoring", "scans", "sessions", "statements", "tables", "transport"}
+        {
+            "model",
+            "monitoring",
+            "scans",
+            "sessions",
+            "statements",
+            "table_files",
+            "tables",
+            "transport",
+        }
     ),
 }
 """Each package of the server -> the other packages its modules may import. A part may
@@ -59,6 +69,7 @@ BASE = frozenset({"connect_plugin.errors", "connect_plugin.config"})
 OUTSIDE: Mapping[str, frozenset[str]] = {
     "model": frozenset({"connect_plugin.errors", "connect_plugin.proto.*"}) | SCAN,
     "transport": BASE | {"connect_plugin.upstream_url"},
+    "table_files": BASE,
     "sessions": BASE | {"connect_plugin.spark_processes.python_daemons"},
     "monitoring": BASE,
     "statements": BASE | {"connect_plugin.proto.*"} | SCAN,
@@ -190,9 +201,9 @@ def test_the_layer_check_names_each_import_it_forbids(tmp_path: Path) -> None:
     )
     assert list(LAYERING.forbidden(f"{PACKAGE}.tables.wired", tmp_path / "wired.py", found)) == [
         f"{tmp_path / 'wired.py'} line 1 imports {PACKAGE}.gateway "
-        "(tables may import model, sessions, statements, transport of the server)",
+        "(tables may import model, sessions, statements, table_files, transport of the server)",
         f"{tmp_path / 'wired.py'} line 2 imports {PACKAGE}.scans.relation "
-        "(tables may import model, sessions, statements, transport of the server)",
+        "(tables may import model, sessions, statements, table_files, transport of the server)",
     ]
     assert list(LAYERING.forbidden(f"{PACKAGE}.stack", tmp_path / "wired.py", found)) == []
     assert LAYERING.part(f"{PACKAGE}.intercept") == TOP

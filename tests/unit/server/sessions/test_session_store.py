@@ -20,13 +20,13 @@ from connect_plugin.server.sessions.store import (
     StoredSession,
     TableState,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
 from connect_plugin.server.sessions.workspace import (
     LOCK_FILE,
     PRIVATE_DIR,
     REGISTRY_FILE,
     Workspace,
 )
+from connect_plugin.server.table_files.temp_table import TempTable
 
 USER = "alice"
 
@@ -282,7 +282,7 @@ import sys, uuid, datetime, os
 from pathlib import Path
 from connect_plugin.server.sessions.registry import SessionRegistry
 from connect_plugin.server.sessions.store import SqliteSessionStore
-from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.table_files.temp_table import TempTable
 store = SqliteSessionStore(Path(sys.argv[1]))
 registry = SessionRegistry(store)
 sid = str(uuid.uuid4())

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.tables.partition_folders import folder_name, laid_out, null_partition
 
 

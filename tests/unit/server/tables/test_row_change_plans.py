@@ -19,7 +19,7 @@ from connect_plugin.server.model.statements import (
     TruncateTable,
     UpdateTable,
 )
-from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.tables.row_change_plans import (
     DELETE,
     INSERT,

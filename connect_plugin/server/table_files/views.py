@@ -19,7 +19,7 @@ from connect_plugin.errors import (
     UpstreamFailed,
 )
 from connect_plugin.server.model.spark_sql import quote_identifier
-from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from grpc_status import rpc_status
 from pyspark.sql.connect import proto as spark_proto
 
 from connect_plugin.errors import UpstreamFailed, UpstreamUnavailable
-from connect_plugin.server.sessions.liveness import Liveness, Probe, liveness_of, probe
+from connect_plugin.server.transport.liveness import Liveness, Probe, liveness_of, probe
 from connect_plugin.server.transport.upstream import (
     SessionContext,
     UpstreamSession,

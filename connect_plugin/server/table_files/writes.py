@@ -24,9 +24,8 @@ from connect_plugin.errors import (
     UpstreamFailed,
 )
 from connect_plugin.server.model.spark_sql import literal
-from connect_plugin.server.sessions.liveness import Liveness, liveness_of
-from connect_plugin.server.sessions.registry import Session
-from connect_plugin.server.sessions.temp_table import TempTable
+from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.transport.liveness import Liveness, liveness_of
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import UpstreamSession
 
@@ -225,24 +224,6 @@ async def stop_late_watches() -> None:
     for watch in watches:
         watch.cancel()
     await asyncio.gather(*watches, return_exceptions=True)
-
-
-async def stop_writes(session: Session, upstream: UpstreamSession, timeout_s: float) -> None:
-    """Stop the session's running CTTAS writes before the session is released upstream.
-
-    Once Spark has released a session it can no longer say whether an
-    operation of it still runs, so the writes are stopped while it can.
-    """
-    outcomes = await asyncio.gather(
-        *(
-            stop_write(upstream, operation_id, name, timeout_s)
-            for operation_id, name in list(session.writes.items())
-        ),
-        return_exceptions=True,
-    )
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            log.warning("session %s: before its release, %s", session.session_id, outcome)
 
 
 async def root_cause(upstream: UpstreamSession, exc: UpstreamFailed) -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from connect_plugin.errors import TempTableError
 from connect_plugin.server.model.statements import Name
-from connect_plugin.server.sessions.table_names import check_table_name
+from connect_plugin.server.table_files.table_names import check_table_name
 
 
 def test_table_name_rules() -> None:

@@ -8,9 +8,9 @@ import uuid
 import grpc
 import pytest
 
-from connect_plugin.server.sessions import writes
 from connect_plugin.server.sessions.release import to_the_end
-from connect_plugin.server.sessions.writes import stop_write
+from connect_plugin.server.table_files import writes
+from connect_plugin.server.table_files.writes import stop_write
 from connect_plugin.server.transport.upstream import SessionContext, UpstreamSession
 from tests.unit.server.fake_upstream import FakeSpark, Operation, run_against_fake
 
