@@ -1,6 +1,6 @@
 """Drill's scan-lifecycle cases through the gateway: two files in one scan, read by Spark.
 
-The same cases run in-process in tests/unit/scanning/test_scan_two_readers.py,
+The same cases run in-process in tests/unit/scanning/reading/test_scan_two_readers.py,
 test_scan_missing_columns.py and test_scan_implicit_columns.py; here they
 go the whole way (stock client, gateway, Spark's Python data source) and
 the rows and types checked are the ones Spark returns.

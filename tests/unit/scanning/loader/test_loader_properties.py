@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connect_plugin.scanning import ResultSetLoader
-from tests.unit.scanning.loader_checks import buffer_bytes
+from tests.unit.scanning.loader.loader_checks import buffer_bytes
 
 TEXT = st.text(max_size=4)
 INT32 = st.integers(-(2**31), 2**31 - 1)

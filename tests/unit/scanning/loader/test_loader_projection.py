@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from connect_plugin.scanning import ResultSetLoader, RowWriter
-from tests.unit.scanning.loader_checks import fill, harvest
+from tests.unit.scanning.loader.loader_checks import fill, harvest
 
 SCHEMA = pa.schema([("a", pa.int32()), ("b", pa.int32()), ("c", pa.int32()), ("d", pa.int32())])
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import connect_plugin.scanning
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, ScanSpec
 
-SCAN_PACKAGE = Path(__file__).parents[3] / "connect_plugin" / "scanning"
+SCAN_PACKAGE = Path(connect_plugin.scanning.__file__).parent
 SPARK_BINDING = frozenset({"spark/spark_source.py", "spark/spark_versions.py"})
 """The data source Spark runs, and what differs between the pysparks it runs on."""
 

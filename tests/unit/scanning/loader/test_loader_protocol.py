@@ -14,7 +14,7 @@ from connect_plugin.errors import (
     UnsupportedColumnType,
 )
 from connect_plugin.scanning import ResultSetLoader
-from tests.unit.scanning.loader_checks import harvest
+from tests.unit.scanning.loader.loader_checks import harvest
 
 
 def test_basics() -> None:

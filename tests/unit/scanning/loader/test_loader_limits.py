@@ -7,7 +7,7 @@ import pytest
 
 from connect_plugin.errors import BatchFull, LoaderStateError
 from connect_plugin.scanning import ResultSetLoader, RowWriter
-from tests.unit.scanning.loader_checks import buffer_bytes, fill, harvest
+from tests.unit.scanning.loader.loader_checks import buffer_bytes, fill, harvest
 
 VALUE = "X" * 200
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connect_plugin.scanning import ResultSetLoader, RowWriter
-from tests.unit.scanning.loader_checks import fill, harvest
+from tests.unit.scanning.loader.loader_checks import fill, harvest
 
 SCHEMA = pa.schema(
     [

@@ -9,7 +9,7 @@ import pytest
 
 from connect_plugin.errors import BatchFull, RowTooLarge, ValueTooLarge
 from connect_plugin.scanning import ResultSetLoader, RowWriter
-from tests.unit.scanning.loader_checks import buffer_bytes, fill, harvest
+from tests.unit.scanning.loader.loader_checks import buffer_bytes, fill, harvest
 
 LIMIT = 64 * 1024
 VALUE = "X" * 512

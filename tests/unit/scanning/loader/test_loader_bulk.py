@@ -20,7 +20,7 @@ from connect_plugin.errors import (
     ValueTooLarge,
 )
 from connect_plugin.scanning import ResultSetLoader
-from tests.unit.scanning.loader_checks import buffer_bytes, harvest
+from tests.unit.scanning.loader.loader_checks import buffer_bytes, harvest
 
 SCHEMA = pa.schema(
     [

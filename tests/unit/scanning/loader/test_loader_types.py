@@ -10,7 +10,7 @@ import pytest
 
 from connect_plugin.errors import ColumnTypeError
 from connect_plugin.scanning import ResultSetLoader
-from tests.unit.scanning.loader_checks import harvest
+from tests.unit.scanning.loader.loader_checks import harvest
 
 UTC = datetime.timezone.utc
 
