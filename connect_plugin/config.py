@@ -120,7 +120,7 @@ class Config:
     user's first scan is as fast as any later session's (``--no-warm-up``: serve at once)."""
     class_archive: bool = True
     """With ``local``, keep the embedded JVM's loaded classes in an archive under the user's
-    cache folder (``server.class_archive``), written at the first start's stop and mapped by
+    cache folder (``spark_processes.class_archive``), written at the first start's stop and mapped by
     every later start, which then starts and runs its first query faster
     (``--no-class-archive``: neither)."""
     worker_forks: bool = True
