@@ -32,7 +32,10 @@ does. A record giving ``name`` two values (a twin) and a ``qty`` that is
 text (a clash) are bad records of the scan wherever the column is read:
 the view drops them (``skip``, ``reject``, and ``fail``, whose queries that
 read them must fail) or nulls the column (``null``), by their ids. DuckDB
-types such a ``qty`` as text; the view casts it back to the scan's number.
+types such a ``qty`` as text (or JSON), and each spelling of it by that
+spelling's values alone (``qty`` a HUGEINT, ``QTY_1`` text): the view casts
+each spelling to the scan's number (the type rule of docs/scans.md) before
+making them one, a value that does not convert becoming null.
 Under rescue the rescued column is the struct of the columns the first file
 does not have (compared with the scan's JSON object, file key left out).
 
@@ -271,12 +274,13 @@ class DuckDBReference:
             conditions.append(f'{row_id} NOT IN ({", ".join(map(str, dropped))})')
         return f" WHERE {' AND '.join(conditions)}" if conditions else ""
 
-    def _value(self, column: str) -> str | None:
-        """One data column of the files, its spellings made one; None when no file has it."""
+    def _value(self, column: str, cast: str | None = None) -> str | None:
+        """One data column of the files, its spellings made one, each cast to ``cast`` first
+        (``coalesce`` refuses to mix a number and text); None when no file has it."""
         variants = self._variants.get(column)
         if not variants:
             return None
-        quoted = [f'"{name}"' for name in variants]
+        quoted = [f'"{name}"' if cast is None else f'TRY_CAST("{name}" AS {cast})' for name in variants]
         return quoted[0] if len(quoted) == 1 else f"coalesce({', '.join(quoted)})"
 
     def _data(self, column: str) -> str | None:
@@ -299,14 +303,15 @@ class DuckDBReference:
         name = canonical(column)
         if name not in planned.data_columns():
             return None
-        value = self._value(name)
-        if value is None:
-            return "NULL"
+        cast = None
         if name == "qty" and planned.format != "csv":
             if self._fractional():
-                value = f"TRY_CAST({value} AS DOUBLE)"
+                cast = "DOUBLE"
             elif self._clash_in_files():
-                value = f"TRY_CAST({value} AS BIGINT)"
+                cast = "BIGINT"
+        value = self._value(name, cast)
+        if value is None:
+            return "NULL"
         if planned.on_error == "null":
             nulled = self._twins() if name == "name" else self._clashes() if name == "qty" else []
             if nulled:

@@ -434,6 +434,92 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Count(), Change(delete=1), Rows(), Count(), Count((Pred("id", ">=", 0),))),
         ),
     ),
+    "qty in two cases, a number under one and text under the other (20-min run, issue 44)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "hive",
+                (
+                    DataFile(
+                        ("month=1",),
+                        "part0",
+                        ("id", "qty", "name", "ok", "filename"),
+                        ((0, 0, None, False, None), (1, "x", None, None, None)),
+                        respelled=(1,),
+                    ),
+                ),
+                sample_bytes=48,
+            ),
+            (
+                Change(add=DataFile(("month=1",), "added0", ("id",), ((2000,),))),
+                Rows(),
+                Rows(),
+            ),
+        ),
+    ),
+    "qty in four cases, past 2^53 under one and text under two (20-min run, issue 44)": (
+        "view",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "hive",
+                (
+                    DataFile(("month=1", "tag=c"), "part0", ("id",), ((0,), (1,))),
+                    DataFile(
+                        ("month=1", "tag=a"),
+                        "part1",
+                        ("id", "extra", "tags", "qty", "name"),
+                        (
+                            (2, None, [1], -9_007_199_254_740_993, None),
+                            (3, "x,y", [], "x", None),
+                            (4, None, [9_007_199_254_740_993], None, "é"),
+                            (5, None, [None], -3, ""),
+                            (6, "x,y", [1, 1], 0, "a"),
+                            (7, None, None, None, "a"),
+                        ),
+                        spellings=("Id", "Extra", "tags", "qty", "NAME"),
+                        respelled=(1,),
+                    ),
+                    DataFile(
+                        ("month=1", "tag=a"),
+                        "part2",
+                        ("id", "qty", "tags", "name"),
+                        (
+                            (8, 4_025_664_719_519_337_086, [1], None),
+                            (9, "x", None, None),
+                            (10, None, [], None),
+                            (11, None, [], ""),
+                        ),
+                        spellings=("Id", "Qty", "TAGS", "name"),
+                        respelled=(2, 3),
+                    ),
+                    DataFile(
+                        ("month=1", "tag=a"),
+                        "part3",
+                        ("id", "name", "extra"),
+                        ((12, None, None), (13, None, None), (14, None, None)),
+                        (BadRecord(2, "twin", 1015), BadRecord(2, "twin", 1016)),
+                        respelled=(2,),
+                    ),
+                    DataFile(
+                        ("month=1", "tag=a"), "part4", ("id", "extra"), (), spellings=("Id", "extra")
+                    ),
+                ),
+                gzip=True,
+                projection=("Id", "Extra", "FILENAME", "Name", "qty", "tag"),
+                marker=True,
+                sample_bytes=48,
+            ),
+            (
+                Limit(4),
+                Distinct(("qty", "Extra")),
+                Rows((Pred("FILENAME", "=", "part4.json.gz"),)),
+            ),
+        ),
+    ),
 }
 
 
