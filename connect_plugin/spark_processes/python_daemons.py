@@ -57,6 +57,10 @@ class Daemon:
     forked: int | None = None
     """The process that runs the daemon when the worker fork server forked it (``pid`` is
     then its launcher, the process Spark started)."""
+    ran: tuple[int, ...] | None = None
+    """What the daemon's ended workers have used: the minor faults and processor ticks of
+    the children it reaped (``/proc/<pid>/stat``). A worker that started and ended between
+    two looks changes it."""
 
 
 def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon]:
@@ -99,7 +103,8 @@ def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon
         reads = _standard_input(proc / str(pid))
         runs = forked.get(reads) if reads is not None else None
         workers = children.get(pid, 0) + (children.get(runs, 0) if runs is not None else 0)
-        return Daemon(pid, session, workers, runs)
+        ran = _reaped(proc / str(pid if runs is None else runs))
+        return Daemon(pid, session, workers, runs, ran)
 
     return [
         daemon(pid, session)
@@ -109,11 +114,27 @@ def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon
 
 
 def _standard_input(process: Path) -> str | None:
-    """What a process reads from (``pipe:[inode]``): a launcher and the daemon the fork
-    server forked for it read Spark's same pipe."""
+    """The pipe a process reads from (``pipe:[inode]``): a launcher and the daemon the fork
+    server forked for it read Spark's same pipe. Anything else (``/dev/null``, a terminal)
+    is shared by unrelated processes and names none."""
     try:
-        return os.readlink(process / "fd" / "0")
+        reads = os.readlink(process / "fd" / "0")
     except OSError:
+        return None
+    return reads if reads.startswith("pipe:") else None
+
+
+def _reaped(process: Path) -> tuple[int, ...] | None:
+    """A process's reaped children's minor faults, user and system ticks (``cminflt``,
+    ``cutime``, ``cstime`` of ``/proc/<pid>/stat``)."""
+    try:
+        stat = (process / "stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    try:
+        return tuple(int(fields[i]) for i in (8, 13, 14))
+    except (IndexError, ValueError):
         return None
 
 
@@ -149,29 +170,33 @@ def stop_session(
 
 class IdleDaemons:
     """Stops the daemons under one Spark process once they have had no worker for ``idle_s``
-    seconds (``sweep`` often). Daemons of other Spark processes of the same user (another
-    server, a notebook's pyspark) are never looked at."""
+    seconds (``sweep`` often). A daemon is idle from a look that finds it with no worker
+    and no worker ended since the look before (short tasks start and end workers between
+    looks). Daemons of other Spark processes of the same user (another server, a
+    notebook's pyspark) are never looked at."""
 
     def __init__(self, idle_s: float, under: int, proc: Path = Path("/proc")) -> None:
         self.idle_s = idle_s
         self.under = under
         self._proc = proc
-        self._idle_since: dict[int, float] = {}
+        self._idle_since: dict[int, tuple[float, tuple[int, ...] | None]] = {}
 
     def sweep(self, now: float | None = None) -> int:
         """Look once; stop the daemons idle long enough; how many were stopped."""
         now = time.monotonic() if now is None else now
-        seen: dict[int, float] = {}
+        seen: dict[int, tuple[float, tuple[int, ...] | None]] = {}
         stopped = 0
         for daemon in daemons(self._proc, self.under):
             if daemon.workers:
                 continue
-            since = self._idle_since.get(daemon.pid, now)
+            since, ran = self._idle_since.get(daemon.pid, (now, daemon.ran))
+            if ran != daemon.ran:
+                since = now
             if now - since >= self.idle_s:
                 _terminate(daemon.pid)
                 stopped += 1
                 continue
-            seen[daemon.pid] = since
+            seen[daemon.pid] = (since, daemon.ran)
         self._idle_since = seen
         if stopped:
             log.info("stopped %d Python worker daemon(s) idle for %.0f s", stopped, self.idle_s)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,8 +21,19 @@ WAIT_S = 10.0
 SESSION = "SPARK_JOB_ARTIFACT_UUID"
 
 
-def _daemon_argv(workers: int = 0, forks: int = 0) -> list[str]:
-    code = "import os, subprocess, sys, time\n"
+def _daemon_argv(workers: int = 0, forks: int = 0, ran: Path | None = None) -> list[str]:
+    code = "import os, signal, subprocess, sys, time\n"
+    if ran is not None:
+        code += (
+            "def worker(*_):\n"
+            "    child = os.fork()\n"
+            "    if child == 0:\n"
+            "        bytearray(8 << 20)\n"
+            "        os._exit(0)\n"
+            "    os.waitpid(child, 0)\n"
+            f"    open({str(ran)!r}, 'w').close()\n"
+            "signal.signal(signal.SIGUSR1, worker)\n"
+        )
     code += f"kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']) for _ in range({workers})]\n"
     code += f"for _ in range({forks}):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
     code += "time.sleep(60)\n"
@@ -34,9 +47,13 @@ def _daemon(session: str, workers: int = 0, forks: int = 0) -> subprocess.Popen[
     return subprocess.Popen(_daemon_argv(workers, forks), env=env, start_new_session=True)
 
 
-def _spark(*wanted: tuple[str, int]) -> subprocess.Popen[bytes]:
-    """A process shaped like a Spark JVM: it starts a daemon per (session, workers)."""
-    specs = [(_daemon_argv(workers), {**os.environ, SESSION: s}) for s, workers in wanted]
+def _spark(*wanted: tuple[str, int], ran: Path | None = None) -> subprocess.Popen[bytes]:
+    """A process shaped like a Spark JVM: it starts a daemon per (session, workers); with
+    ``ran``, each daemon runs a short worker (forks, waits for it) on ``SIGUSR1``, then
+    writes that file."""
+    specs = [
+        (_daemon_argv(workers, ran=ran), {**os.environ, SESSION: s}) for s, workers in wanted
+    ]
     code = "import json, subprocess, sys, time\n"
     code += "for argv, env in json.loads(sys.argv[1]):\n    subprocess.Popen(argv, env=env)\n"
     code += "time.sleep(60)\n"
@@ -130,6 +147,40 @@ def test_only_daemons_under_the_spark_process_without_workers_for_the_idle_time_
     assert _stopped(idle_one.pid)
     assert any(d.pid == busy_one.pid for d in daemons())
     assert outside.poll() is None, "a daemon of another Spark process is never looked at"
+
+
+def test_a_daemon_that_ran_a_worker_between_two_looks_is_idle_only_from_the_second(
+    started: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    ran = tmp_path / "ran"
+    spark = _spark((str(uuid.uuid4()), 0), ran=ran)
+    started.append(spark)
+    (daemon,) = _under(spark, [0])
+    idle = IdleDaemons(idle_s=30.0, under=spark.pid)
+    now = time.monotonic()
+    assert idle.sweep(now) == 0
+    _catches_usr1(daemon.pid)
+    os.kill(daemon.pid, signal.SIGUSR1)
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and not ran.exists():
+        time.sleep(0.05)
+    assert ran.exists(), "the daemon's short worker did not run"
+    assert idle.sweep(now + 31.0) == 0, "a daemon that just ran a worker is not idle"
+    assert idle.sweep(now + 62.0) == 1
+    assert _stopped(daemon.pid)
+
+
+def _catches_usr1(pid: int) -> None:
+    """Wait until the process has its ``SIGUSR1`` handler (``SigCgt`` of its status)."""
+    bit = 1 << (signal.SIGUSR1 - 1)
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+        if int(caught.split()[1], 16) & bit:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never caught SIGUSR1")
 
 
 def test_the_sweeper_command_stops_idle_daemons_while_its_process_lives(
