@@ -11,6 +11,8 @@ bounded set) and the other bounded sets named below.
 - ``connect_plugin_active_streams``: calls with a response stream in flight;
 - ``connect_plugin_forwarded_bytes_total{direction}``: request bytes to the
   upstream (``to_upstream``) and response bytes to clients (``to_client``);
+- ``connect_plugin_upstream_calls_total{method}``: the clients' calls the
+  gateway sent on to Spark, by method (those it answered itself are not);
 - ``connect_plugin_refusals_total{reason}``: calls the gateway refused
   itself (``Unauthenticated``, ``QuotaExceeded``, ``SettingProtected``, ...);
 - ``connect_plugin_quota_refusals_total{quota}``: of those, the ones over a
@@ -128,6 +130,12 @@ class GatewayMetrics:
             ["error_class"],
             registry=self.registry,
         )
+        self.upstream_calls = Counter(
+            "connect_plugin_upstream_calls",
+            "Clients' calls sent on to the Spark Connect server, by method",
+            ["method"],
+            registry=self.registry,
+        )
         self._to_upstream = self.forwarded.labels("to_upstream")
         self._to_client = self.forwarded.labels("to_client")
 
@@ -135,7 +143,8 @@ class GatewayMetrics:
         self.rpcs.labels(method, code).inc()
         self.durations.labels(method).observe(seconds)
 
-    def sent_upstream(self, request: object) -> None:
+    def sent_upstream(self, method: str, request: object) -> None:
+        self.upstream_calls.labels(method).inc()
         if isinstance(request, bytes):
             self._to_upstream.inc(len(request))
 

@@ -265,14 +265,19 @@ class Forwarder:
             await abort_with(exc, context, message)
 
     def _call(
-        self, upstream: Callable[..., Any], request: bytes, handling: Interception | None, context: Any
+        self,
+        name: str,
+        upstream: Callable[..., Any],
+        request: bytes,
+        handling: Interception | None,
+        context: Any,
     ) -> Any:
         """The upstream call of ``request`` (as the hook rewrote it, if it did), with the
         client's forwardable metadata and deadline."""
         if handling is not None and handling.request is not None:
             request = handling.request.SerializeToString()
         if self._metrics is not None:
-            self._metrics.sent_upstream(request)
+            self._metrics.sent_upstream(name, request)
         return upstream(
             request,
             metadata=forwardable_metadata(context.invocation_metadata()),
@@ -344,7 +349,7 @@ class Forwarder:
                 request = message.SerializeToString()
             if handling is not None and handling.answer is not None:
                 return handling.answer.SerializeToString()
-            call = self._call(upstream, request, handling, context)
+            call = self._call(name, upstream, request, handling, context)
             try:
                 response: bytes = await call
             except grpc.aio.AioRpcError as error:
@@ -427,7 +432,7 @@ class Forwarder:
             call = None
             finished = False
             try:
-                call = self._call(upstream, request, handling, context)
+                call = self._call(name, upstream, request, handling, context)
                 await self._send_initial_metadata(call, context)
                 read = call.read
                 eof = grpc.aio.EOF

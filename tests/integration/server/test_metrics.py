@@ -82,6 +82,10 @@ def test_metrics_count_real_traffic_and_name_no_one(measured: Gateway) -> None:
     assert executed >= 2
     assert grew("connect_plugin_rpc_duration_seconds_count", method="ExecutePlan") >= executed
     assert grew("connect_plugin_rpcs_total", method="Config", code="PERMISSION_DENIED") == 1
+    assert grew("connect_plugin_upstream_calls_total", method="Config") == grew(
+        "connect_plugin_rpcs_total", method="Config", code="OK"
+    )
+    assert grew("connect_plugin_upstream_calls_total", method="ExecutePlan") >= 1
     assert grew("connect_plugin_refusals_total", reason="SettingProtected") == 1
     assert grew("connect_plugin_forwarded_bytes_total", direction="to_upstream") > 0
     assert grew("connect_plugin_forwarded_bytes_total", direction="to_client") > 0
