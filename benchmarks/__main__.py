@@ -1,13 +1,14 @@
 """Run every benchmark, or those named.
 
-    python -m benchmarks [gateway] [loader] [temp_tables] [dml] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster]
+    python -m benchmarks [gateway] [gateway_profile] [loader] [temp_tables] [dml] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster]
     python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [pruning] [temp_tables] [dml]
 
 ``--remote`` measures the scan and temp-table benchmarks through a running
 gateway instead of the embedded stack (see ``benchmarks.server``);
 ``--json FILE`` also writes their figures there. ``cluster`` (root, iproute2)
 brings up a standalone cluster in network namespaces and runs them on one
-and two workers beside the embedded stack; it runs only when named.
+and two workers beside the embedded stack; it runs only when named, as does
+``gateway_profile`` (py-spy's profile of the gateway under 8 clients).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from benchmarks.server import Options
 
 BENCHMARKS = {
     "gateway": "benchmarks.gateway_bench",
+    "gateway_profile": "benchmarks.gateway_profile",
     "loader": "benchmarks.loader_bench",
     "temp_tables": "benchmarks.temp_table_bench",
     "dml": "benchmarks.dml_bench",
@@ -34,7 +36,7 @@ BENCHMARKS = {
 }
 ON_ANY_SERVER = ("temp_tables", "dml", "scan", "pruning")
 """The benchmarks that take a server (``--remote``) and return their figures."""
-ONLY_WHEN_NAMED = ("cluster",)
+ONLY_WHEN_NAMED = ("cluster", "gateway_profile")
 
 
 def _parser() -> argparse.ArgumentParser:
