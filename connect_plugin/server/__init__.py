@@ -25,8 +25,8 @@ On top, the composition root, which may import every part: ``gateway`` (the
 process: ``Gateway`` and ``serve``) with ``intercept`` (its hooks on the RPCs
 it does not just forward), ``statement_run`` (one ExecutePlan's statement
 from recognition to release, with ``detached``, what is kept of it for a
-client that reattaches, and ``own_responses``, the responses the gateway
-makes itself) and ``start_checks`` (what it checks and claims before
+client that reattaches, ``releases``, the releases of Spark's operations it
+answers, and ``own_responses``, the responses the gateway makes itself) and ``start_checks`` (what it checks and claims before
 anything slow starts), and ``stack`` (a gateway with the Spark Connect
 server it fronts) with ``embedded`` (that server from the pyspark wheel,
 started fast by ``connect_plugin.spark_processes``). This module re-exports

@@ -59,6 +59,7 @@ from connect_plugin.server.model.statements import (
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.monitoring.statement_audit import Audited, StatementCount
 from connect_plugin.server.own_responses import SYNTHETIC_RESPONSE_PREFIX, OwnResponses
+from connect_plugin.server.releases import RelayedReleases
 from connect_plugin.server.scans.scan_rows import ResponseWatch, ScanRows, scan_policy
 from connect_plugin.server.scans.scan_sessions import ScanSessions
 from connect_plugin.server.sessions.registry import SessionRegistry
@@ -113,7 +114,10 @@ class Statements:
         """Follow-ups of Spark's executions, for whichever of their streams sees them end."""
         self.answers = Answers(keep_s)
         """The gateway's own answers, kept for a stream that reattaches to them."""
+        self.releases = RelayedReleases(keep_s)
+        """Spark's operations the gateway relays, whose releases it answers."""
         sessions.add_part(DroppedWithSessions(self.running, self.follow_ups, self.answers))
+        sessions.add_part(self.releases)
 
     async def executed(
         self, request: spark_proto.ExecutePlanRequest, context: SessionContext
@@ -127,6 +131,8 @@ class Statements:
         cached = self._scan_sessions.cached(request.user_context.user_id, request.session_id)
         recognised = await self.dispatch.recognise(request, cached)
         if recognised is None:
+            if reattachable(request):
+                return Interception(responses=self.releases.relaying(key_of(request)))
             return None
         run = StatementRun(self, request, context, recognised)
         run.check()
@@ -150,6 +156,7 @@ class Statements:
                 answered=answer.after(request.last_response_id), finish=answer.finish
             )
         watch = None if self.scan_rows is None else self.scan_rows.reattached(request)
+        watch = _both(watch, self.releases.reattaching(key))
         finish: FollowUp | None = None
         again: Callable[[], None] | None = None
         if self.follow_ups.followed(key):
@@ -164,7 +171,8 @@ class Statements:
 
     def released(self, request: spark_proto.ReleaseExecuteRequest) -> Interception | None:
         """A client released responses: all of them ends what is kept of the operation;
-        responses the gateway made itself it acknowledges itself."""
+        responses the gateway made itself it acknowledges itself, and those of Spark's
+        operations it relays as ``releases`` says."""
         key = key_of(request)
         if request.HasField("release_all"):
             running = self.running.find(key)
@@ -173,7 +181,8 @@ class Statements:
             self.follow_ups.drop(key)
             self.answers.drop(key)
         if not request.release_until.response_id.startswith(SYNTHETIC_RESPONSE_PREFIX):
-            return None
+            relayed = self.releases.answer(request)
+            return None if relayed is None else Interception(answer=relayed)
         session = self.sessions.find(request.user_context.user_id, request.session_id)
         return Interception(
             answer=spark_proto.ReleaseExecuteResponse(
@@ -361,6 +370,18 @@ async def _resumed(
         return
     request.ClearField("last_response_id")
     yield dataclasses.replace(settled, request=request)
+
+
+def _both(first: ResponseWatch | None, second: ResponseWatch | None) -> ResponseWatch | None:
+    """Both watches of a stream's responses, or the one there is."""
+    if first is None or second is None:
+        return first or second
+
+    def both(response: bytes) -> None:
+        first(response)
+        second(response)
+
+    return both
 
 
 def _then(
