@@ -6,11 +6,15 @@ threads) run ``spark.range(1).collect()`` while py-spy samples the gateway's
 threads that are on a CPU (idle ones are not sampled). Printed: the functions
 the samples were in (own samples), and the gateway's own functions with
 everything they called (total samples), each as a share of all samples.
+py-spy sees Python frames only: the time grpc's Cython core and the event
+loop's C code take counts for the Python frame that called them
+(``Handle._run`` runs grpc's callbacks).
 """
 
 from __future__ import annotations
 
 import collections
+import re
 import shutil
 import signal
 import subprocess
@@ -30,6 +34,8 @@ QUERIES = 150
 RATE = 250
 """Samples a second."""
 TOP = 25
+LINE = re.compile(r":\d+\)$")
+"""The line number of py-spy's ``function (file:line)``: samples are counted by function."""
 
 
 def _queries(sessions: list[SparkSession]) -> None:
@@ -58,7 +64,8 @@ def _print(stacks: list[tuple[list[str], int]]) -> None:
     total = sum(count for _, count in stacks) or 1
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
-    for frames, count in stacks:
+    for lines, count in stacks:
+        frames = [LINE.sub(")", line) for line in lines]
         own[frames[-1]] += count
         for frame in set(frames):
             if "connect_plugin/" in frame:

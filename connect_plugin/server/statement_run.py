@@ -311,7 +311,8 @@ class StatementRun:
 
     def settled(self, outcomes: list[Outcome]) -> Interception:
         """What a stream that saw the run end does: give the answer or forward the request,
-        with the follow-up; Spark's error names the temp table the statement wrote into."""
+        with the follow-up, its releases answered (``releases``); Spark's error names the
+        temp table the statement wrote into."""
         finish = self.followed_up(outcomes)
         answer = self.answered(finish)
         failure: Callable[[Status], Status] | None = None
@@ -324,6 +325,9 @@ class StatementRun:
         if answer is not None:
             self._statements.keep(self.request, answer)
             return dataclasses.replace(settled, answered=answer.responses, finish=answer.finish)
+        if reattachable(self.request):
+            relayed = self._statements.releases.relaying(key_of(self.request))
+            settled = dataclasses.replace(settled, responses=_both(self._watch, relayed))
         if finish is not None and reattachable(self.request):
             key = key_of(self.request)
             follow_ups = self._statements.follow_ups

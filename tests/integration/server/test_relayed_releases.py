@@ -17,11 +17,13 @@ from pyspark.sql.connect.client import DefaultChannelBuilder
 from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+import connect_plugin
 from connect_plugin.server import releases
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import (
     SENDER_MAX_STREAM_SIZE,
     Upstream,
+    json_parts,
     new_session,
     reattach_of,
     reattachable,
@@ -117,6 +119,24 @@ def test_a_small_query_costs_spark_one_release(relaying: Gateway) -> None:
         assert relaying.calls("ReleaseExecute") - asked >= 20
         assert _upstream_calls(relaying, "ReleaseExecute") - sent == 10
         assert _upstream_calls(relaying, "ExecutePlan") - executed == 10
+    finally:
+        spark.stop()
+
+
+def test_a_scan_costs_spark_one_release(relaying: Gateway, tmp_path: Path) -> None:
+    """A query the gateway rewrites before Spark runs it (a scan) is relayed as well."""
+    (tmp_path / "data").mkdir()
+    data = json_parts(tmp_path / "data", parts=3, rows=5)
+    spark = new_session(relaying.address)
+    try:
+        scan = connect_plugin.scan(spark, str(data), format="json")
+        assert scan.count() == 15
+        _settled(relaying)
+        sent = _upstream_calls(relaying, "ReleaseExecute")
+        for _ in range(5):
+            assert sorted(r.id for r in scan.collect()) == sorted(list(range(5)) * 3)
+        _settled(relaying)
+        assert _upstream_calls(relaying, "ReleaseExecute") - sent == 5
     finally:
         spark.stop()
 
