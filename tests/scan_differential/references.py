@@ -48,6 +48,8 @@ under ``skip``, and whether the query must fail is decided from where the
 bad records are (``queries.needs_bad_file``): Spark's ``FAILFAST`` and
 DuckDB both count rows without judging them, so neither fails where it
 should. A file in UTF-16 is read by neither: a query of the scan that reads it must fail.
+Where no file is left to read (all in UTF-16), the DuckDB view has no rows; where no file
+gives DuckDB a headerless field (an empty file is one column to it), the field is null.
 """
 
 from __future__ import annotations
@@ -196,8 +198,9 @@ class DuckDBReference:
         self._files = readable
         paths = [root / f.relative(planned) for f in readable]
         listed = "[" + ", ".join(f"'{p}'" for p in paths) + "]"
-        source = self._source(listed)
+        source = self._source(listed) if paths else "(SELECT '' AS _path WHERE false)"
         described = connection.sql(f"SELECT * FROM {source} LIMIT 0").columns
+        self._described = set(described)
         self._variants: dict[str, list[str]] = {}
         for name in described:
             if name != "_path":
@@ -293,10 +296,9 @@ class DuckDBReference:
             element = _ELEMENT.fullmatch(fold(column))
             width = len(planned.files[0].columns)
             if fold(column) == "columns":
-                return "[" + ", ".join(f'"column{i}"' for i in range(width)) + "]"
+                return "[" + ", ".join(self._field(i) for i in range(width)) + "]"
             if element is not None:
-                index = int(element.group(1))
-                return f'"column{index}"' if index < width else "CAST(NULL AS VARCHAR)"
+                return self._field(int(element.group(1)))
             return None
         if fold(column) == fold(RESCUED) and planned.rescue:
             return self._rescued()
@@ -318,6 +320,13 @@ class DuckDBReference:
                 row_id = self._value("id") or '"id"'
                 value = f'CASE WHEN {row_id} IN ({", ".join(map(str, nulled))}) THEN NULL ELSE {value} END'
         return value
+
+    def _field(self, index: int) -> str:
+        """Field ``index`` of a headerless record: null past the first record's width, and
+        where no file gives DuckDB that many fields (an empty file is one column to it)."""
+        width = len(self._planned.files[0].columns)
+        name = f"column{index}"
+        return f'"{name}"' if index < width and name in self._described else "CAST(NULL AS VARCHAR)"
 
     def _rescued(self) -> str:
         fixed = self._planned.fixed() or ()

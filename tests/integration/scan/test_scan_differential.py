@@ -102,7 +102,12 @@ def test_sequences(
         long_run=budget.requested_seconds(config) is not None,
         run=lambda case: run_case(case, route, next(roots), spark, connection),
     )
-    explorer.explore(cases())
+    try:
+        explorer.explore(cases())
+    except Exception as error:
+        for found in explorer.finds.values():
+            error.add_note(f"found before this error:\n{found}")
+        raise
     if explorer.finds:
         pytest.fail("\n\n".join(str(found) for found in explorer.finds.values()), pytrace=False)
 
@@ -518,6 +523,34 @@ FINDS: dict[str, tuple[str, Case]] = {
                 Distinct(("qty", "Extra")),
                 Rows((Pred("FILENAME", "=", "part4.json.gz"),)),
             ),
+        ),
+    ),
+    "headerless csv files, all in UTF-16 (20-min run, issue 44)": (
+        "frame",
+        Case(
+            DataSet(
+                "csv",
+                "headerless",
+                "dirs",
+                (DataFile((), "part0", ("id", "name"), ((0, "a"),), mark="utf-16"),),
+            ),
+            (Rows(), Count()),
+        ),
+    ),
+    "a headerless csv file without records left alone (20-min run, issue 44)": (
+        "view",
+        Case(
+            DataSet(
+                "csv",
+                "headerless",
+                "dirs",
+                (
+                    DataFile((), "part0", ("id", "qty", "name", "ok"), ((0, 1, "a", True),)),
+                    DataFile(("2023",), "part1", ("id", "qty", "name", "ok"), ()),
+                ),
+                empty_is_null=False,
+            ),
+            (Change(delete=0), Rows(), Rows()),
         ),
     ),
 }
