@@ -136,15 +136,26 @@ class GatewayMetrics:
             ["method"],
             registry=self.registry,
         )
+        self._finished: dict[tuple[str, str], tuple[Any, Any]] = {}
+        """Each (method, code)'s counter and histogram child: ``labels`` takes a lock and
+        builds its key on every call, on the path of every RPC."""
+        self._sent: dict[str, Any] = {}
         self._to_upstream = self.forwarded.labels("to_upstream")
         self._to_client = self.forwarded.labels("to_client")
 
     def finished(self, method: str, code: str, seconds: float) -> None:
-        self.rpcs.labels(method, code).inc()
-        self.durations.labels(method).observe(seconds)
+        children = self._finished.get((method, code))
+        if children is None:
+            children = (self.rpcs.labels(method, code), self.durations.labels(method))
+            self._finished[(method, code)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def sent_upstream(self, method: str, request: object) -> None:
-        self.upstream_calls.labels(method).inc()
+        sent = self._sent.get(method)
+        if sent is None:
+            sent = self._sent[method] = self.upstream_calls.labels(method)
+        sent.inc()
         if isinstance(request, bytes):
             self._to_upstream.inc(len(request))
 
