@@ -98,6 +98,9 @@ class Conformer:
         try:
             return pa.scalar(text).cast(target.type).as_py()
         except (pa.ArrowException, ValueError) as exc:
+            naive = _naive_text_as_utc(pa.array([text]), target.type)
+            if naive is not None:
+                return naive[0].as_py()
             message = (
                 f"file {scan_file.url}: partition directory value {text!r} is not a "
                 f"{target.type} for column '{target.name}'"

@@ -13,7 +13,8 @@ Imports from the scan: any layer below it (``choices``, ``names``, ``files``,
 ``formats``, ``loader``, ``planning``, ``reading``, ``request``).
 
 This module re-exports what the gateway needs of the data source: its class,
-the name Spark knows it by and the options the gateway gives a read of it.
+the name Spark knows it by, the options the gateway gives a read of it and
+the Arrow schema it reads a Spark schema as.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from connect_plugin.scanning.spark.spark_source import (
     SPEC_OPTION,
     ScanDataSource,
 )
+from connect_plugin.scanning.spark.spark_versions import spark_arrow_schema_of
 
 __all__ = [
     "COUNT_COLUMN",
@@ -34,4 +36,5 @@ __all__ = [
     "SHORT_NAME",
     "SPEC_OPTION",
     "ScanDataSource",
+    "spark_arrow_schema_of",
 ]

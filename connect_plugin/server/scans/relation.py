@@ -29,7 +29,6 @@ import pyarrow as pa
 from google.protobuf.message import Message
 from pyspark.sql.connect import proto as spark_proto
 from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from connect_plugin import proto
@@ -49,6 +48,7 @@ from connect_plugin.scanning.spark import (
     FILES_STAMP_OPTION,
     SPEC_OPTION,
     ScanDataSource,
+    spark_arrow_schema_of,
 )
 from connect_plugin.server.model.spark_sql import quote_identifier
 from connect_plugin.server.model.statements import Name, ScanFiles
@@ -192,7 +192,7 @@ class Scans:
                 location=str(temp.location),
                 format=_scan_format(temp.name, temp.format),
                 options=dict(temp.options),
-                schema=to_arrow_schema(struct),
+                schema=spark_arrow_schema_of(struct),
                 files_stamp=temp.files_stamp,
             )
         return await _permanent_table(upstream, name)
@@ -213,7 +213,7 @@ def _arrow_schema(data_type: spark_proto.DataType) -> pa.Schema:
     struct = proto_schema_to_pyspark_data_type(data_type)
     if not isinstance(struct, StructType):
         raise PlanError(f"scan: the provided schema must be a struct, got {struct.simpleString()}")
-    return to_arrow_schema(struct)
+    return spark_arrow_schema_of(struct)
 
 
 def _file_filter(text: str) -> FileFilter | None:
@@ -287,7 +287,7 @@ async def _permanent_table(upstream: UpstreamSession, name: str) -> _TableSource
         location=location,
         format=_scan_format(name, details.get("Provider", "")),
         options=_storage_properties(details.get("Storage Properties", "")),
-        schema=to_arrow_schema(struct),
+        schema=spark_arrow_schema_of(struct),
     )
 
 

@@ -343,6 +343,30 @@ def test_a_temp_table_is_scanned_by_name(spark: SparkSession) -> None:
     ]
 
 
+def test_tables_and_schemas_with_timestamps_are_scanned(
+    spark: SparkSession, unique_name: str, tmp_path: Path
+) -> None:
+    """A TIMESTAMP column in a temp table, a catalog table or a provided schema: the scan
+    reads the instants Spark's own read gives (the gateway's pyspark needs a zone for it)."""
+    values = (
+        "SELECT id, TIMESTAMP'1969-12-31 23:59:59.999999' + make_interval(0, 0, 0, id) AS ts, "
+        "TIMESTAMP'2024-03-01 12:00:00' AS at FROM range(3)"
+    )
+    spark.sql(f"CREATE TEMPORARY TABLE stamped USING parquet PARTITIONED BY (at) AS {values}")
+    spark.sql(f"CREATE TABLE {unique_name} USING json AS {values}")
+    try:
+        for name in ("stamped", unique_name):
+            df = connect_plugin.scan(spark, table=name)
+            assert df.dtypes == [("id", "bigint"), ("ts", "timestamp"), ("at", "timestamp")]
+            expected = sorted(tuple(r) for r in spark.table(name).collect())
+            assert sorted(tuple(r) for r in df.collect()) == expected, name
+    finally:
+        spark.sql(f"DROP TABLE {unique_name}")
+    write_json(tmp_path / "a.json", [{"ts": "1970-01-01T00:00:00.000001Z"}])
+    provided = connect_plugin.scan(spark, str(tmp_path), format="json", schema="ts TIMESTAMP")
+    assert [r.ts for r in provided.selectExpr("unix_micros(ts) AS ts").collect()] == [1]
+
+
 def test_a_permanent_table_is_scanned_when_no_temp_table_has_the_name(
     spark: SparkSession, unique_name: str
 ) -> None:
