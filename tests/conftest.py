@@ -62,7 +62,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         metavar="N",
-        help="Seconds of random tables for the temp-table round-trip property (default 30)",
+        help="Seconds of random tables for the temp-table round-trip property (default 20)",
+    )
+    parser.addoption(
+        "--roundtrip-seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="Hypothesis seed of the round-trip property's first run (each next run takes the "
+        "next seed; default random, shown in the summary)",
+    )
+    parser.addoption(
+        "--dml-seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="Hypothesis seed of the DML differential's first run (each next run takes the "
+        "next seed; default random, shown in the summary)",
     )
     parser.addoption(
         "--dml-seconds",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.connect import proto as spark_proto
 
@@ -56,6 +58,13 @@ def serving(upstream: Upstream, workspace: Path, **settings: object) -> Iterator
         yield running
     finally:
         running.stop()
+
+
+def first_seed(config: pytest.Config, option: str) -> int:
+    """The hypothesis seed a randomized test's first run takes: ``option``'s, else a random
+    one (the test shows it, so that a run that found something can be run again)."""
+    given: int | None = config.getoption(option)
+    return random.randrange(1 << 32) if given is None else given
 
 
 def new_session(address: str) -> SparkSession:

@@ -41,14 +41,17 @@ class Tally:
     seconds: float = 0.0
     written: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=list)
+    """The first and the last hypothesis seed of a random run."""
 
     def line(self) -> str:
         def shown(counts: dict[str, int]) -> str:
             return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
+        seeds = f"; seeds {self.seeds[0]} to {self.seeds[1]} (--roundtrip-seed)" if self.seeds else ""
         return (
             f"{self.test}: {self.examples} tables in {self.seconds:.1f} s; written: "
-            f"{shown(self.written)}; refused: {shown(self.refused)}"
+            f"{shown(self.written)}; refused: {shown(self.refused)}{seeds}"
         )
 
 

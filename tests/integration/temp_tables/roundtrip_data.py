@@ -3,8 +3,10 @@
 Schemas use every type the Python client can send as data (its Arrow path
 refuses char/varchar, year-month and calendar intervals, and TIME or
 day-time intervals of other precisions), nested to depth 3, every field
-nullable. Values are compared exactly: floats by their bits, timestamps as
-microseconds since the epoch, variants by what they hold and its types.
+nullable. Time values come as often from their edges (around the epoch,
+UTC or local, and the ends of their range) as from anywhere. Values are
+compared exactly: floats by their bits, timestamps as microseconds since the
+epoch, variants by what they hold and its types.
 
 ``expected_refusal`` says, from the values themselves and independently of
 the gateway's code, which tables a format must refuse: it is the property's
@@ -18,6 +20,7 @@ import decimal
 import json
 import math
 import struct
+import zoneinfo
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +77,9 @@ _ATOMIC: list[DataType] = [
     DoubleType(), StringType(), BinaryType(), DateType(), TimestampType(), TimestampNTZType(),
     DayTimeIntervalType(), TimeType(6), VariantType(),
 ]  # fmt: skip
+_TIMES: list[DataType] = [
+    DateType(), TimestampType(), TimestampNTZType(), TimeType(6), DayTimeIntervalType(),
+]  # fmt: skip
 _KEYS: list[DataType] = [
     BooleanType(), ByteType(), IntegerType(), LongType(), DoubleType(), StringType(),
     DateType(), TimestampType(), TimestampNTZType(),
@@ -91,10 +97,11 @@ def decimal_types() -> st.SearchStrategy[DataType]:
 
 
 def atomic_types(*, nested: bool = False) -> st.SearchStrategy[DataType]:
-    """Flat types; no void inside arrays, maps or structs, which pyspark's own ``toArrow``
-    cannot convert (a client limit, not the gateway's)."""
+    """Flat types, time types a third of the time (their edges are where formats went
+    wrong); no void inside arrays, maps or structs, which pyspark's own ``toArrow`` cannot
+    convert (a client limit, not the gateway's)."""
     flat = [t for t in _ATOMIC if not (nested and isinstance(t, NullType))]
-    return st.one_of(st.sampled_from(flat), decimal_types())
+    return st.one_of(st.sampled_from(flat), decimal_types(), st.sampled_from(_TIMES))
 
 
 def field_names(count: int) -> st.SearchStrategy[list[str]]:
@@ -142,10 +149,58 @@ def _variants() -> st.SearchStrategy[VariantVal]:
     return _json_values().map(lambda v: VariantVal.parseJson(json.dumps(v)))
 
 
+FIRST_INSTANT = datetime.datetime(1, 1, 2, tzinfo=UTC)
+LAST_INSTANT = datetime.datetime(9999, 12, 30, tzinfo=UTC)
+"""The instants the client sends in any session time zone (a day from Python's ends)."""
+NEAR_EPOCH = (
+    -1_000_001, -1_000_000, -999_999, -999_001, -999_000, -500_000, -1000, -999, -1, 0, 1,
+    999, 999_999, 1_000_000,
+)  # fmt: skip
+"""Microseconds from an epoch where formats have gone wrong: orc reads an instant from
+-999000 to -1 back a second late (its reader rounds the seconds toward zero)."""
+
+
+def _near(origin: datetime.datetime) -> st.SearchStrategy[datetime.datetime]:
+    """Instants (or local times) within two seconds of ``origin``, its edges most of all."""
+    micros = st.one_of(st.sampled_from(NEAR_EPOCH), st.integers(-2_000_000, 2_000_000))
+    return micros.map(lambda us: origin + us * MICROSECOND)
+
+
 def _timestamps() -> st.SearchStrategy[datetime.datetime]:
-    return st.datetimes(
-        min_value=datetime.datetime(1, 1, 2), max_value=datetime.datetime(9999, 12, 30)
+    """Any instant, or one at an edge: around the epoch (UTC, where orc goes wrong, or in a
+    zone of ``ZONES``) and at the ends of the range, each as often."""
+    anywhere = st.datetimes(
+        min_value=FIRST_INSTANT.replace(tzinfo=None), max_value=LAST_INSTANT.replace(tzinfo=None)
     ).map(lambda d: d.replace(tzinfo=UTC))
+    local_epochs = [EPOCH.replace(tzinfo=zoneinfo.ZoneInfo(z)) for z in ZONES]
+    return st.one_of(
+        anywhere,
+        _near(EPOCH),
+        st.sampled_from(local_epochs).flatmap(_near).map(lambda d: d.astimezone(UTC)),
+        st.sampled_from([FIRST_INSTANT, LAST_INSTANT]),
+    )
+
+
+def _local_times() -> st.SearchStrategy[datetime.datetime]:
+    """Any TIMESTAMP_NTZ, or one around 1970-01-01 00:00:00 or at an end of the range."""
+    edges = st.one_of(
+        _near(EPOCH.replace(tzinfo=None)),
+        st.sampled_from([datetime.datetime.min, datetime.datetime.max]),
+    )
+    return st.one_of(st.datetimes(), edges)
+
+
+def _dates() -> st.SearchStrategy[datetime.date]:
+    """Any date, or one around 1970-01-01, the calendar switch or an end of the range."""
+    epoch = datetime.date(1970, 1, 1)
+    edges = st.one_of(
+        st.integers(-2, 2).map(lambda n: epoch + datetime.timedelta(days=n)),
+        st.sampled_from(
+            [datetime.date.min, datetime.date.max, datetime.date(1582, 10, 4),
+             datetime.date(1582, 10, 15), *ORC_SKIPPED]
+        ),
+    )  # fmt: skip
+    return st.one_of(st.dates(), edges)
 
 
 def _decimals(data_type: DecimalType) -> st.SearchStrategy[decimal.Decimal]:
@@ -180,16 +235,20 @@ def _non_null(data_type: DataType) -> st.SearchStrategy[Any]:
     if isinstance(data_type, BinaryType):
         return st.binary(max_size=8)
     if isinstance(data_type, DateType):
-        return st.dates()
+        return _dates()
     if isinstance(data_type, TimestampType):
         return _timestamps()
     if isinstance(data_type, TimestampNTZType):
-        return st.datetimes()
+        return _local_times()
     if isinstance(data_type, DayTimeIntervalType):
         limit = datetime.timedelta(days=MAX_INTERVAL_DAYS)
-        return st.timedeltas(min_value=-limit, max_value=limit)
+        edges = st.sampled_from([-limit, -MICROSECOND, datetime.timedelta(0), MICROSECOND, limit])
+        return st.one_of(st.timedeltas(min_value=-limit, max_value=limit), edges)
     if isinstance(data_type, TimeType):
-        return st.times()
+        edges = st.sampled_from(
+            [datetime.time(0), datetime.time(0, 0, 0, 1), datetime.time(23, 59, 59, 999_999)]
+        )
+        return st.one_of(st.times(), edges)
     if isinstance(data_type, VariantType):
         return _variants()
     if isinstance(data_type, ArrayType):
