@@ -9,8 +9,12 @@ and the DataFrame writes
 (``insertInto``, ``writeTo``, ``saveAsTable``) with random conditions and
 values drawn from expressions both engines read the same way, the table
 named bare or as ``session.t`` / ``system.session.t``; plus statements that
-fail on a row (Spark's ``raise_error``), which only the gateway runs: the
-reference for them is the table unchanged.
+fail on a row (Spark's ``raise_error``), INSERTs Spark refuses for the
+table's shape and PARTITION inserts into a table whose values the gateway
+checks, which only the gateway runs: the reference for them is the table
+unchanged, and the error of one refused for the table names it as the
+statement does. PARTITION inserts and overwrites, static and dynamic, come
+often, so they meet empty versions (no rows yet, after a DELETE or TRUNCATE).
 """
 
 from __future__ import annotations
@@ -53,16 +57,32 @@ MERGE_ON = (
 )
 """A MERGE's join conditions: the gateway tells the table's rows in the join by the column
 an equality compares (``id``, or ``k``, which may be NULL), or by a mark where none does."""
+DATES = ("1969-12-31", "1970-01-01", "0001-01-01", "9999-12-31")
+TIMESTAMPS = (
+    "1969-12-31 23:59:59.999999",
+    "1970-01-01 00:00:00",
+    "1969-12-31 23:59:59.5",
+    "9999-12-31 23:59:59.999999",
+)
 KEYS: dict[str, tuple[Callable[[int], str], str]] = {
     "INT": (str, "{}"),
     "STRING": (lambda n: f"'{'p' * (n + 1)}'", "length({})"),
-    "DATE": (lambda n: f"DATE '2024-03-{n + 1:02d}'", "day({})"),
+    "DATE": (lambda n: f"DATE '{DATES[n]}'", "day({})"),
     "DOUBLE": (lambda n: f"{n}.5", "floor({})"),
+    "TIMESTAMP": (lambda n: f"TIMESTAMP '{TIMESTAMPS[n]}'", "second({})"),
 }
 """The types ``k`` is drawn from: the literal each of its values 0-3 is written as, and an
-integer both engines compute from it the same way (for a ``BIGINT`` column). A ``DOUBLE``
-partition column's folders are named by text, so its values leave out ``-0.0``, which
-DuckDB takes as ``0.0`` and Spark's own files keep apart."""
+integer both engines compute from it the same way (for a ``BIGINT`` column). Dates and
+timestamps are those at the epoch and the ends of their range (the session's time zone is
+UTC, where Spark's TIMESTAMP literals mean what DuckDB's do). A ``DOUBLE`` partition
+column's folders are named by text, so its values leave out ``-0.0``, which DuckDB takes as
+``0.0`` and Spark's own files keep apart."""
+ORC_LATE_SECOND = (
+    "SELECT 1 FROM t WHERE k >= TIMESTAMP '1969-12-31 23:59:59.001' AND k < TIMESTAMP "
+    "'1970-01-01 00:00:00'"
+)
+"""Rows an orc table cannot hold (docs/temp-tables.md): a TIMESTAMP data column's values in
+the last second before 1970, from its millisecond 1, which orc reads back a second late."""
 _KEY_PARTS = re.compile(r"@(k|n):([^@]*)@")
 
 
@@ -95,6 +115,9 @@ class Statement:
     spark: str
     duckdb: str | None
     fails_when: str | None = None
+    names: str | None = None
+    """For a statement that must fail: the table as the statement names it, which the first
+    line of its error must show (never Spark's ``unknown``)."""
     cardinality: str | None = None
     """A DuckDB query that finds a row exactly when a MERGE must be refused for matching a
     table row with several source rows."""
@@ -128,6 +151,14 @@ class Sequence:
     @property
     def columns(self) -> str:
         return render(COLUMNS, self.key)
+
+    @property
+    def refused(self) -> str | None:
+        """A DuckDB query that finds a row the table's format cannot hold (a statement that
+        would leave one must fail and change nothing)."""
+        if self.fmt == "orc" and not self.partitioned and self.key == "TIMESTAMP":
+            return ORC_LATE_SECOND
+        return None
 
     def create(self) -> str:
         return f"CREATE TEMPORARY TABLE t ({self.columns}) USING {self.fmt}{_partitioning(self.partitioned)}"
@@ -437,9 +468,77 @@ def merge(draw: st.DrawFn) -> Statement:
     )
 
 
-def statement(fmt: str, partitioned: bool, dynamic: bool) -> st.SearchStrategy[Statement]:
+def shown(name: str) -> str:
+    """A table name as Spark shows it in an error: each part quoted."""
+    return ".".join(f"`{part}`" for part in name.split("."))
+
+
+@st.composite
+def _data_row(draw: st.DrawFn, *, with_key: bool) -> str:
+    """A row of the columns a PARTITION clause leaves to the query: ``id, v, s`` (and ``k``
+    for a dynamic partition)."""
+    ident = draw(st.integers(0, 8))
+    v = draw(_maybe(small.map(str)))
+    s = draw(_maybe(letters.map(lambda c: f"'{c}'")))
+    k = f", CAST({draw(_maybe(st.integers(0, 3).map(key)))} AS {KEY_TYPE})" if with_key else ""
+    return f"({ident}, CAST({v} AS BIGINT), CAST({s} AS STRING){k})"
+
+
+def partition_insert(checked: bool, by_partition: bool) -> st.SearchStrategy[Statement]:
+    """``INSERT INTO|OVERWRITE t PARTITION (k = value)`` or ``PARTITION (k)`` with values:
+    Spark's own statement on the table's view. Into a table whose values the gateway checks
+    (``checked``) it is refused, naming the table (docs/temp-tables.md)."""
+
+    @st.composite
+    def inserted(draw: st.DrawFn) -> Statement:
+        name = draw(named)
+        static = draw(st.booleans())
+        value = key(draw(st.integers(0, 3)))
+        spec = f"k = {value}" if static else "k"
+        rows = draw(st.lists(_data_row(with_key=not static), min_size=1, max_size=3))
+        into = draw(st.sampled_from(["INTO", "INTO TABLE", "OVERWRITE", "OVERWRITE TABLE"]))
+        sql = f"INSERT {into} {name} PARTITION ({spec}) VALUES {', '.join(rows)}"
+        if checked:
+            return Statement(sql, None, fails_when="SELECT 1", names=name)
+        given = "id, v, s" + ("" if static else ", k")
+        new = f"SELECT * FROM (VALUES {', '.join(rows)}) AS {SOURCE}({given})"
+        if static:
+            new = f"SELECT id, CAST({value} AS {KEY_TYPE}) AS k, v, s FROM ({new})"
+        appended = f"INSERT INTO t ({ALL_COLUMNS}) SELECT {ALL_COLUMNS} FROM ({new})"
+        if not into.startswith("OVERWRITE"):
+            return Statement(sql, appended, counts=False)
+        if static:
+            return Statement(sql, f"DELETE FROM t WHERE k = {value}; {appended}", counts=False)
+        return Statement(sql, _overwritten(new, by_partition), counts=False)
+
+    return inserted()
+
+
+@st.composite
+def misfit(draw: st.DrawFn) -> Statement:
+    """An INSERT Spark refuses for the table's shape (too few or too many columns, a value
+    of no type a column takes, a PARTITION clause naming no partition column): its error
+    must name the table as the statement does."""
+    name = draw(named)
+    sql = draw(
+        st.sampled_from(
+            [
+                f"INSERT INTO {name} VALUES (1, 2)",
+                f"INSERT INTO {name} SELECT 1, 2, 3, 4, 5",
+                f"INSERT INTO {name} ({ALL_COLUMNS}) SELECT 1, CAST(NULL AS {KEY_TYPE}), "
+                "array(1), 'a'",
+                f"INSERT INTO {name} PARTITION (v = 1) VALUES (1, {key(0)}, 'a')",
+            ]
+        )
+    )
+    return Statement(sql, None, fails_when="SELECT 1", names=name)
+
+
+def statement(
+    fmt: str, partitioned: bool, dynamic: bool, key_type: str
+) -> st.SearchStrategy[Statement]:
     by_partition = partitioned and dynamic
-    return st.one_of(
+    choices = [
         insert(),
         delete(),
         update(),
@@ -451,7 +550,12 @@ def statement(fmt: str, partitioned: bool, dynamic: bool) -> st.SearchStrategy[S
         overwrite(by_partition),
         replace(fmt, partitioned),
         dataframe_write(by_partition),
-    )
+        misfit(),
+    ]
+    if partitioned:
+        checked = fmt in ("json", "csv") or key_type == "STRING"
+        choices += [partition_insert(checked, by_partition)] * 2
+    return st.one_of(*choices)
 
 
 @st.composite
@@ -459,13 +563,18 @@ def sequences(draw: st.DrawFn) -> Sequence:
     fmt = draw(st.sampled_from(FORMATS))
     partitioned = draw(st.booleans())
     dynamic = draw(st.booleans())
+    key_type = draw(st.sampled_from(list(KEYS)))
     return Sequence(
         fmt=fmt,
         partitioned=partitioned,
         rows=tuple(draw(st.lists(row(), max_size=6))),
         statements=tuple(
-            draw(st.lists(statement(fmt, partitioned, dynamic), min_size=1, max_size=6))
+            draw(
+                st.lists(
+                    statement(fmt, partitioned, dynamic, key_type), min_size=1, max_size=6
+                )
+            )
         ),
         dynamic=dynamic,
-        key=draw(st.sampled_from(list(KEYS))),
+        key=key_type,
     )

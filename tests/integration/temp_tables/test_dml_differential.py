@@ -11,7 +11,9 @@ parquet and json tables), and
 SHOW TEMPORARY TABLES must count the rows. A statement that must fail (a row
 that raises, a MERGE matching a row twice) must fail through the gateway
 and leave the table exactly as it was, with one folder. The run is bounded
-by ``--dml-seconds`` (20 by default); what it ever found is kept in
+by ``--dml-seconds`` (20 by default); its hypothesis runs take seeds one
+after another from ``--dml-seed`` (random by default, shown in the summary,
+where the last is the one that failed); what it ever found is kept in
 ``FINDS`` and runs every time.
 """
 
@@ -22,20 +24,22 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import connect_plugin
 from connect_plugin.server.tables.overwrites import PARTITION_OVERWRITE_MODE
-from tests.integration.support import table_folders
+from tests.integration.support import first_seed, table_folders
 from tests.integration.temp_tables.dml_sequences import (
     DML_RUNS,
     NAMES,
     Sequence,
     Statement,
+    key,
     sequences,
+    shown,
 )
 
 DEFAULT_SECONDS = 20.0
@@ -121,12 +125,37 @@ FINDS: tuple[Sequence, ...] = (
             ),
         ),
     ),
+    Sequence(
+        fmt="json",
+        partitioned=False,
+        key="TIMESTAMP",
+        rows=(f"(1, CAST({key(2)} AS TIMESTAMP), CAST(4 AS BIGINT), CAST('a' AS STRING))",),
+        statements=(
+            Statement(f"DELETE FROM t WHERE k = {key(2)}", f"DELETE FROM t WHERE k = {key(2)}"),
+        ),
+    ),
+    Sequence(
+        fmt="parquet",
+        partitioned=True,
+        key="TIMESTAMP",
+        rows=(f"(1, CAST({key(0)} AS TIMESTAMP), CAST(4 AS BIGINT), CAST('a' AS STRING))",),
+        statements=(
+            Statement(
+                f"INSERT INTO t PARTITION (k = {key(3)}) VALUES (2, CAST(5 AS BIGINT), 'b')",
+                f"INSERT INTO t (id, k, v, s) VALUES (2, {key(3)}, 5, 'b')",
+                counts=False,
+            ),
+        ),
+    ),
 )
 """Kept examples: a partitioned csv table (its partition column stored last) through a MERGE
 whose table rows match twice without a WHEN MATCHED clause (kept once), an UPDATE of the
 partition column to NULL, and a MERGE whose first clause deletes; ``insertInto`` of a
 ``system.session.`` name, which Spark's writer looks up among catalogs only; a MERGE
-deleting a row two source rows match, which counts once (DuckDB counts it twice)."""
+deleting a row two source rows match, which counts once (DuckDB counts it twice); a kept
+``scan`` of a table with a TIMESTAMP column, which failed in the gateway (its pyspark gives
+a TIMESTAMP no Arrow type without a zone), and of one partitioned by a TIMESTAMP, whose
+folder values (no offset) it could not read."""
 
 
 def dml_seconds(config: pytest.Config) -> float:
@@ -187,26 +216,41 @@ class Differential:
         self.sequences = 0
         self.statements = 0
         self.refused = 0
+        self.named = 0
+        self.refused_rows: str | None = None
         self.held: dict[str, DataFrame] = {}
 
     def run(self, sequence: Sequence) -> None:
         sequence = sequence.rendered()
         spark = self.spark
         spark.sql("DROP TABLE IF EXISTS t")
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
         spark.conf.set(PARTITION_OVERWRITE_MODE, "dynamic" if sequence.dynamic else "static")
         spark.sql(sequence.create())
         self.held = {"spark.table": spark.table("t")}
         if sequence.fmt in SCANNED_FORMATS:
             self.held["scan"] = connect_plugin.scan(spark, table="t")
+        self.refused_rows = sequence.refused
+        statements = sequence.statements
+        if sequence.rows:
+            insert = f"INSERT INTO t ({', '.join(NAMES)}) VALUES {', '.join(sequence.rows)}"
+            statements = (Statement(insert, insert, counts=False), *statements)
         with duckdb.connect() as duck:
             duck.sql(f"CREATE TEMPORARY TABLE t ({sequence.columns})")
-            if sequence.rows:
-                insert = f"INSERT INTO t ({', '.join(NAMES)}) VALUES {', '.join(sequence.rows)}"
-                spark.sql(insert)
-                duck.sql(insert)
-            for at, statement in enumerate(sequence.statements):
+            for at, statement in enumerate(statements):
                 self._step(duck, statement, f"statement {at + 1} of {sequence}")
         self.sequences += 1
+
+    def _leaves_refused_rows(self, duck: duckdb.DuckDBPyConnection, statement: Statement) -> bool:
+        """Whether the table ``statement`` leaves (by DuckDB) holds a row the format cannot."""
+        if self.refused_rows is None or statement.duckdb is None:
+            return False
+        duck.execute("BEGIN TRANSACTION")
+        try:
+            duck.execute(statement.duckdb)
+            return bool(duck.sql(self.refused_rows).fetchall())
+        finally:
+            duck.execute("ROLLBACK")
 
     def _step(self, duck: duckdb.DuckDBPyConnection, statement: Statement, where: str) -> None:
         spark = self.spark
@@ -215,12 +259,18 @@ class Differential:
         must_fail = any(
             query is not None and duck.sql(query).fetchall()
             for query in (statement.fails_when, statement.cardinality)
-        )
+        ) or self._leaves_refused_rows(duck, statement)
         self.statements += 1
         if must_fail:
             self.refused += 1
-            with pytest.raises(PySparkException):
+            with pytest.raises(PySparkException) as caught:
                 _run(spark, statement)
+            if statement.names is not None:
+                self.named += 1
+                first = str(caught.value).splitlines()[0]
+                assert "`unknown`" not in first, f"{where}: {first}"
+                # Spark's errors name the table as written, the gateway's own by its name.
+                assert shown(statement.names) in first or "[t]" in first, f"{where}: {first}"
             self._agree(before, where)
             assert table_folders(self.workspace, spark) == folders, where
             return
@@ -272,10 +322,17 @@ def test_random_statement_sequences_end_like_duckdb(
         differential.run(sequence)
 
     budget = dml_seconds(request.config)
+    first = last = first_seed(request.config, "--dml-seed")
     started = time.monotonic()
-    while time.monotonic() - started < budget:
-        one_run()
-    request.config.stash.setdefault(DML_RUNS, []).append(
-        f"{differential.sequences} sequences, {differential.statements} statements "
-        f"({differential.refused} refused as they must be) in {time.monotonic() - started:.0f} s"
-    )
+    try:
+        while time.monotonic() - started < budget:
+            seed(last)(one_run)()
+            if time.monotonic() - started < budget:
+                last += 1
+    finally:
+        request.config.stash.setdefault(DML_RUNS, []).append(
+            f"{differential.sequences} sequences, {differential.statements} statements "
+            f"({differential.refused} refused as they must be, {differential.named} of them "
+            f"naming the table) in {time.monotonic() - started:.0f} s; seeds {first} to "
+            f"{last} (--dml-seed)"
+        )
