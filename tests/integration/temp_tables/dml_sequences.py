@@ -534,6 +534,29 @@ def misfit(draw: st.DrawFn) -> Statement:
     return Statement(sql, None, fails_when="SELECT 1", names=name)
 
 
+def emptying(fmt: str, partitioned: bool) -> st.SearchStrategy[Statement]:
+    """A statement that leaves the table no rows: a DELETE of all, TRUNCATE, or a CREATE OR
+    REPLACE of none (in the table's format and partitioning)."""
+    return st.one_of(
+        named.map(lambda name: Statement(f"DELETE FROM {name}", "DELETE FROM t")),
+        named.map(lambda name: Statement(f"TRUNCATE TABLE {name}", "TRUNCATE t")),
+        named.map(
+            lambda name: Statement(
+                f"CREATE OR REPLACE TEMPORARY TABLE {name} USING {fmt}"
+                f"{_partitioning(partitioned)} AS SELECT {ALL_COLUMNS} FROM t WHERE FALSE",
+                f"CREATE OR REPLACE TEMPORARY TABLE t AS SELECT {ALL_COLUMNS} FROM t WHERE FALSE",
+                counts=False,
+            )
+        ),
+    )
+
+
+def _checked(fmt: str, key_type: str) -> bool:
+    """Whether the gateway checks the values of a partitioned table's INSERTs (its string
+    columns in json or csv, a string partition column): it refuses PARTITION inserts."""
+    return fmt in ("json", "csv") or key_type == "STRING"
+
+
 def statement(
     fmt: str, partitioned: bool, dynamic: bool, key_type: str
 ) -> st.SearchStrategy[Statement]:
@@ -553,8 +576,7 @@ def statement(
         misfit(),
     ]
     if partitioned:
-        checked = fmt in ("json", "csv") or key_type == "STRING"
-        choices += [partition_insert(checked, by_partition)] * 2
+        choices += [partition_insert(_checked(fmt, key_type), by_partition)] * 2
     return st.one_of(*choices)
 
 
@@ -564,17 +586,23 @@ def sequences(draw: st.DrawFn) -> Sequence:
     partitioned = draw(st.booleans())
     dynamic = draw(st.booleans())
     key_type = draw(st.sampled_from(list(KEYS)))
+    rows = tuple(draw(st.lists(row(), max_size=6)))
+    statements = draw(
+        st.lists(statement(fmt, partitioned, dynamic, key_type), min_size=1, max_size=6)
+    )
+    if partitioned and draw(st.booleans()):
+        # An empty version met by a PARTITION insert, the first statement or after one
+        # that empties the table.
+        at = draw(st.integers(0, len(statements)))
+        inserted = partition_insert(_checked(fmt, key_type), dynamic)
+        lead = draw(st.none() | emptying(fmt, partitioned))
+        met = [draw(inserted)] if lead is None else [lead, draw(inserted)]
+        statements[at:at] = met
     return Sequence(
         fmt=fmt,
         partitioned=partitioned,
-        rows=tuple(draw(st.lists(row(), max_size=6))),
-        statements=tuple(
-            draw(
-                st.lists(
-                    statement(fmt, partitioned, dynamic, key_type), min_size=1, max_size=6
-                )
-            )
-        ),
+        rows=rows,
+        statements=tuple(statements),
         dynamic=dynamic,
         key=key_type,
     )
