@@ -111,6 +111,28 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="serve a non-loopback address without --auth-tokens",
     )
     serve.add_argument(
+        "--share-level",
+        dest="share_level",
+        choices=("server", "user", "group"),
+        help="server: one Spark for everyone (default); user, group: a Spark Connect server "
+        "per user or per group of --auth-tokens, started on first use with --local",
+    )
+    serve.add_argument(
+        "--max-engines", dest="max_engines", type=int, help="engines that may run at once (0: no limit)"
+    )
+    serve.add_argument(
+        "--engine-idle-timeout",
+        dest="engine_idle_timeout_s",
+        type=float,
+        help="seconds an engine may go unused before it stops (0: never)",
+    )
+    serve.add_argument(
+        "--engine-memory", dest="engine_driver_memory", help="driver memory of each engine, e.g. 1g"
+    )
+    serve.add_argument(
+        "--engine-cores", dest="engine_cores", type=int, help="cores of each engine's tasks"
+    )
+    serve.add_argument(
         "--no-warm-up",
         dest="warm_up",
         action="store_false",
@@ -175,7 +197,7 @@ def _configure_logging(config: Config) -> None:
 def _serve(config: Config) -> int:
     from connect_plugin.server.stack import Stack
 
-    if not config.local and config.upstream is None:
+    if not config.local and config.upstream is None and config.share_level == "server":
         raise ConnectPluginError("say where Spark is: --local (embedded) or --upstream sc://host:port")
     stop = threading.Event()
 

@@ -47,6 +47,9 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TEMP_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "text")
 """The formats Spark writes natively, which temporary tables may use."""
 
+SHARE_LEVELS = ("server", "user", "group")
+"""Who shares a Spark Connect server: everyone (one upstream), each user, or each group."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:
@@ -127,6 +130,23 @@ class Config:
     """With ``local``, start the embedded server's Python worker daemons from a fork server
     that has pyspark, pyarrow and the scan loaded (``connect_plugin.spark_processes.worker_forks``), instead of
     a new interpreter each (``--no-worker-forks``)."""
+    share_level: str = "server"
+    """``server``: every user's sessions go to one Spark Connect server; ``user`` or
+    ``group``: each user, or each group of the tokens file, gets a server of its own (an
+    engine), started here on first use with ``local`` or named in ``engines``."""
+    engines: tuple[str, ...] = dataclasses.field(default=(), repr=False)
+    """``owner=sc://host:port/;params`` per user or group: a Spark Connect server run
+    elsewhere that is that owner's engine (its ``token`` is a secret, never shown)."""
+    max_engines: int = 8
+    """With ``share_level`` user or group, how many engines may run (or start) here at once;
+    0: no limit. A new owner over it is refused; running engines go on."""
+    engine_idle_timeout_s: float = 600.0
+    """How long an engine started here may go without a call and without a session holding
+    temporary tables before it is stopped (the next call starts it again); 0: never."""
+    engine_driver_memory: str = "1g"
+    """The driver (heap) memory of each engine started here (``spark.driver.memory``)."""
+    engine_cores: int = 1
+    """The cores each engine started here runs its tasks on (``local[N]``)."""
 
     def __post_init__(self) -> None:
         if self.log_level.upper() not in LOG_LEVELS:
@@ -192,6 +212,58 @@ class Config:
         ):
             if getattr(self, quota) < 0:
                 raise ConfigError(f"{quota} {getattr(self, quota)!r} must be 0 (no limit) or more")
+        self._check_share_level()
+
+    def _check_share_level(self) -> None:
+        if self.share_level not in SHARE_LEVELS:
+            raise ConfigError(
+                f"share_level {self.share_level!r} is not one of {', '.join(SHARE_LEVELS)}"
+            )
+        for number in ("max_engines", "engine_cores"):
+            if getattr(self, number) < (1 if number == "engine_cores" else 0):
+                raise ConfigError(f"{number} {getattr(self, number)!r} is too small")
+        if self.engine_idle_timeout_s < 0:
+            raise ConfigError(
+                f"engine_idle_timeout_s {self.engine_idle_timeout_s!r} must be positive (or 0: never)"
+            )
+        static = self.static_engines
+        if self.share_level == "server":
+            if static:
+                raise ConfigError(
+                    "engines names a server per user or group: set share_level to user or group"
+                )
+            return
+        if self.auth_tokens_file is None:
+            raise ConfigError(
+                f"share_level {self.share_level} needs auth_tokens_file (--auth-tokens): an "
+                "engine belongs to the user a token proves, not to the user a client claims"
+            )
+        if self.upstream is not None:
+            raise ConfigError(
+                f"share_level {self.share_level} gives each {self.share_level} a server of its "
+                "own: start them here with local, or name them in engines, instead of upstream"
+            )
+        if not self.local and not static:
+            raise ConfigError(
+                f"share_level {self.share_level} needs engines: local (started here on first "
+                "use) or engines (owner=sc://host:port per user or group)"
+            )
+
+    @property
+    def static_engines(self) -> dict[str, UpstreamUrl]:
+        """The engines of ``engines``, by owner; ``ConfigError`` naming a bad entry."""
+        found: dict[str, UpstreamUrl] = {}
+        for entry in self.engines:
+            owner, sep, address = entry.partition("=sc://")
+            owner = owner.strip()
+            if not sep or not owner:
+                raise ConfigError(
+                    f"engines entry {entry.split(';', 1)[0]!r}: write owner=sc://host:port"
+                )
+            if owner in found:
+                raise ConfigError(f"engines names {owner!r} twice")
+            found[owner] = parse_upstream("sc://" + address.strip())
+        return found
 
     @property
     def upstream_url(self) -> UpstreamUrl:

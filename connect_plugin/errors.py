@@ -289,6 +289,12 @@ class QuotaExceeded(ConnectPluginError):
         self.quota = quota
 
 
+class NoEngine(ConnectPluginError):
+    """Under share level user or group, a caller whose sessions have no engine to go to: a
+    user in no group of the tokens file, or an owner with no engine named and none started
+    here."""
+
+
 class RegistryInUse(RegistryError):
     """Another gateway holds the lock of the session registry this one was given."""
 

@@ -5,7 +5,8 @@ returns at once; blocking until a signal is the CLI's business. Before it
 listens, the gateway claims its workspace (one gateway per workspace) and
 repairs what a previous run left half-done (see ``recovery``); while it
 serves, a sweeper expires idle sessions and drops the tables of sessions the
-upstream lost (see ``expiry``).
+upstream lost (see ``expiry``). With a share level other than ``server``,
+each user's or group's calls go to an engine of its own (see ``engines``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -22,8 +23,9 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from connect_plugin.config import Config
-from connect_plugin.errors import ConfigError
+from connect_plugin.errors import ConfigError, NoEngine
 from connect_plugin.server.detached import Answers, Detached, FollowUps
+from connect_plugin.server.engines import Engines
 from connect_plugin.server.intercept import PluginHandlers
 from connect_plugin.server.monitoring.audit import AuditLog
 from connect_plugin.server.scans.rejects import RejectsTables
@@ -82,10 +84,21 @@ log = logging.getLogger(__name__)
 class Gateway:
     """A running gateway: where it listens, what it forwarded, how to stop it."""
 
-    def __init__(self, config: Config, prepared: Prepared | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        prepared: Prepared | None = None,
+        engine_conf: Mapping[str, str] | None = None,
+        engine_jvm_options: tuple[str, ...] = (),
+    ) -> None:
         """``prepared``: what ``start_checks.prepare`` checked and claimed for this gateway,
-        which it then owns (None: ``start`` runs the checks)."""
+        which it then owns (None: ``start`` runs the checks); ``engine_conf`` and
+        ``engine_jvm_options``: Spark settings and JVM options of the engines it starts."""
         self.config = config
+        self._engine_conf = dict(engine_conf or {})
+        self._engine_jvm_options = engine_jvm_options
+        self.engines: Engines | None = None
+        """Each user's or group's Spark Connect server (share level user or group)."""
         self._prepared = prepared
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -175,8 +188,12 @@ class Gateway:
         credentials = prepared.credentials
         self.authenticator = prepared.authenticator
         self.upstream_token = prepared.upstream_token
-        self._channel = upstream_channel(config, self.upstream_token)
-        upstream = Upstream(self._channel)
+        if config.share_level == "server":
+            self._channel = upstream_channel(config, self.upstream_token)
+            upstream = Upstream(self._channel)
+        else:
+            self.engines = self._engines()
+            upstream = Upstream(None, self.engines.channel_now)
         workspace = Workspace(config.workspace)
         store = SqliteSessionStore(
             config.registry_path or workspace.private_folder / REGISTRY_FILE
@@ -211,6 +228,8 @@ class Gateway:
         self.follow_ups = handlers.statements.follow_ups
         self.answers = handlers.statements.answers
         self.watch = SessionWatch(config, registry, upstream, release)
+        if self.engines is not None:
+            await self.engines.start()
         if metrics is not None:
             metrics.watch_actions(self.watch.figures, self.recovery)
         self.forwarder = Forwarder(
@@ -222,6 +241,7 @@ class Gateway:
             metrics=metrics,
             refusal=self._refusal_listener(metrics),
             screen=screen_substitutions,
+            route=None if self.engines is None else self.engines.route,
         )
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers((self.forwarder.handler(),))
@@ -241,17 +261,44 @@ class Gateway:
         await server.start()
         self._server = server
         await self.watch.start()
-        self._qualifier_check = asyncio.ensure_future(
-            warn_at_start(upstream, config.recovery_timeout_s)
-        )
+        if self.engines is None:
+            self._qualifier_check = asyncio.ensure_future(
+                warn_at_start(upstream, config.recovery_timeout_s)
+            )
         serving = health_pb2.HealthCheckResponse.SERVING
         await self._health.set("", serving)
         await self._health.set(SERVICE_NAME, serving)
         log.info(
             "gateway listening on %s -> %s%s",
             self.address,
-            config.upstream_url.redacted,
+            config.upstream_url.redacted
+            if self.engines is None
+            else f"an engine per {config.share_level}",
             "" if self.authenticator is None else f" (tokens of {len(self.authenticator.users)} users)",
+        )
+
+    def _engines(self) -> Engines:
+        """The engines of share level user or group, which end their sessions when they go."""
+        authenticator = self.authenticator
+        if authenticator is None:
+            raise ConfigError(f"share_level {self.config.share_level} needs auth_tokens_file")
+        gateway = self
+
+        async def lost(owner: str, reason: str) -> None:
+            engines, watch = gateway.engines, gateway.watch
+            if engines is not None and watch is not None:
+                await watch.engine_lost(lambda user: _owns(engines, user, owner), reason)
+
+        def busy_users() -> set[str]:
+            return set() if self.sessions is None else self.sessions.busy_users()
+
+        return Engines(
+            self.config,
+            authenticator.group_of,
+            busy_users,
+            lost,
+            self._engine_conf,
+            self._engine_jvm_options,
         )
 
     def stop(self, grace: float | None = None) -> None:
@@ -273,6 +320,8 @@ class Gateway:
             await self._server.stop(grace)
         if self.detached is not None:
             await self.detached.stop()
+        if self.engines is not None:
+            await self.engines.stop()
         if self._stop_metrics is not None:
             self._stop_metrics()
         if self._qualifier_check is not None:
@@ -356,12 +405,25 @@ def plugin_handlers(
     )
 
 
-def serve(config: Config, prepared: Prepared | None = None) -> Gateway:
+def _owns(engines: Engines, user: str, owner: str) -> bool:
+    try:
+        return engines.owner_of(user) == owner
+    except NoEngine:
+        return False
+
+
+def serve(
+    config: Config,
+    prepared: Prepared | None = None,
+    engine_conf: Mapping[str, str] | None = None,
+    engine_jvm_options: tuple[str, ...] = (),
+) -> Gateway:
     """Start a gateway for ``config`` and return it running; never blocks. ``prepared``: what
     ``start_checks.prepare`` checked and claimed for it, which it then owns (default: it runs
-    the checks itself)."""
-    if config.upstream is None:
+    the checks itself); ``engine_conf``, ``engine_jvm_options``: for the engines it starts
+    with a share level other than ``server``."""
+    if config.upstream is None and config.share_level == "server":
         if prepared is not None:
             prepared.release()
         raise ConfigError("the gateway needs an upstream Spark Connect server (sc://host:port)")
-    return Gateway(config, prepared).start()
+    return Gateway(config, prepared, engine_conf, engine_jvm_options).start()

@@ -2,7 +2,8 @@
 
 With ``config.local`` the upstream is an embedded server started here (and
 warmed up with one scan, unless ``config.warm_up`` is off) and stopped with
-the stack; otherwise ``config.upstream`` names a server someone
+the stack, or, with a share level other than ``server``, one such server per
+user or group, which the gateway starts when needed (``engines``); otherwise ``config.upstream`` names a server someone
 else runs. What a start can check without Spark (ports, files, the
 workspace: ``start_checks``) is checked, and the workspace claimed, before
 the embedded server starts. The CLI, the demo, the tests and the benchmarks
@@ -20,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from connect_plugin.config import Config
+from connect_plugin.errors import ConfigError
 from connect_plugin.server.embedded import EmbeddedSparkConnect
 from connect_plugin.server.gateway import Gateway, serve
 from connect_plugin.server.start_checks import Prepared, prepare
@@ -45,8 +47,10 @@ class Stack:
         (``EmbeddedSparkConnect``'s ``python``; default: this one); ``jvm_options``: its
         JVM's options beside Spark's own."""
         self.config = config
+        self._extra_spark_conf = dict(extra_spark_conf or {})
+        self._jvm_options = jvm_options
         self.embedded: EmbeddedSparkConnect | None = None
-        if config.local:
+        if config.local and config.share_level == "server":
             self.embedded = EmbeddedSparkConnect(
                 conf_dir=config.conf_dir,
                 host=config.upstream_bind_host,
@@ -70,7 +74,8 @@ class Stack:
         """The ``sc://`` address of the Spark Connect server behind the gateway."""
         if self.embedded is not None:
             return self.embedded.address
-        assert self.config.upstream is not None
+        if self.config.upstream is None:
+            raise ConfigError(f"each {self.config.share_level} has a Spark Connect server of its own")
         return self.config.upstream
 
     def start(self) -> Stack:
@@ -90,8 +95,10 @@ class Stack:
                     stop_python_workers=True,
                 )
                 self._sweep_idle_daemons(config.python_worker_idle_s)
+            elif config.local:
+                config = dataclasses.replace(config, stop_python_workers=True)
             prepared, self._prepared = self._prepared, None
-            self.gateway = serve(config, prepared)
+            self.gateway = serve(config, prepared, self._extra_spark_conf, self._jvm_options)
         except BaseException:
             self.stop()
             raise

@@ -56,6 +56,20 @@ def test_bad_env_value_names_the_setting(tmp_path: Path) -> None:
         ({"port": 70000}, "outside 0..65535"),
         ({"upstream": "http://x:1"}, "must be a Spark Connect URL"),
         ({"local": True, "upstream": "sc://x:1"}, "either local"),
+        ({"share_level": "tenant"}, "share_level 'tenant' is not one of server, user, group"),
+        ({"share_level": "user", "local": True}, "share_level user needs auth_tokens_file"),
+        (
+            {"share_level": "group", "auth_tokens_file": "t", "upstream": "sc://x:1"},
+            "instead of upstream",
+        ),
+        ({"share_level": "user", "auth_tokens_file": "t"}, "share_level user needs engines"),
+        ({"engines": ("alice=sc://x:1",)}, "set share_level to user or group"),
+        (
+            {"share_level": "user", "auth_tokens_file": "t", "engines": ("sc://x:1/;token=s3cret",)},
+            "engines entry 'sc://x:1/': write owner=sc://host:port",
+        ),
+        ({"max_engines": -1, "local": True}, "max_engines -1 is too small"),
+        ({"engine_cores": 0, "local": True}, "engine_cores 0 is too small"),
     ],
 )
 def test_invalid_settings_are_refused(arguments: dict[str, object], message: str, tmp_path: Path) -> None:
@@ -94,3 +108,22 @@ def test_the_state_folder_follows_xdg_and_the_environment(
     assert Config().workspace == tmp_path / "xdg" / "connect-plugin" / "workspace"
     config = load_config({"conf_dir": tmp_path}, {"CONNECT_PLUGIN_STATE_DIR": str(tmp_path / "s")})
     assert config.state_dir == tmp_path / "s"
+
+
+def test_static_engines_are_read_by_owner_and_their_tokens_never_shown(tmp_path: Path) -> None:
+    config = load_config(
+        {"conf_dir": tmp_path},
+        {
+            "CONNECT_PLUGIN_SHARE_LEVEL": "group",
+            "CONNECT_PLUGIN_AUTH_TOKENS_FILE": str(tmp_path / "tokens"),
+            "CONNECT_PLUGIN_ENGINES": "analysts=sc://spark-a:15002/;token=s3cret-token,"
+            "ops=sc://spark-b:15003",
+        },
+    )
+    engines = config.static_engines
+    assert {owner: url.target for owner, url in engines.items()} == {
+        "analysts": "spark-a:15002",
+        "ops": "spark-b:15003",
+    }
+    assert engines["analysts"].token == "s3cret-token"
+    assert "s3cret" not in repr(config)

@@ -60,8 +60,9 @@ def test_loader_example_in_the_docs_runs() -> None:
 
 
 BLOCKS = blocks()
-RUN = {"python", "yaml", "json"}
-"""Languages whose blocks run (python) or are read and compared (yaml, json) in the suite."""
+RUN = {"python", "yaml", "json", "toml"}
+"""Languages whose blocks run (python) or are read and compared (yaml, json, toml) in the
+suite."""
 SHOWN = {"bash", "sh", "sql", "text"}
 """Languages whose blocks say why they cannot run and are checked statically."""
 
@@ -107,6 +108,16 @@ def test_the_prometheus_example_scrapes_the_port_the_compose_files_serve() -> No
             for s in services.values() if "CONNECT_PLUGIN_METRICS_PORT" in s.get("environment", {})
         }
         assert ports == {target.rsplit(":", 1)[1]}, compose
+
+
+def test_the_settings_file_of_static_engines_loads(tmp_path: Path) -> None:
+    from connect_plugin.config import CONF_FILE_NAME, load_config
+
+    (block,) = [b for b in BLOCKS if b.lang == "toml"]
+    (tmp_path / CONF_FILE_NAME).write_text(block.text)
+    config = load_config({"conf_dir": tmp_path}, {})
+    assert config.share_level == "group"
+    assert set(config.static_engines) == {"analysts", "ops"}
 
 
 def test_the_audit_line_has_the_fields_the_gateway_writes(tmp_path: Path) -> None:

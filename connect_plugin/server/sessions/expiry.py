@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -258,6 +259,13 @@ class SessionWatch:
         )
         if await self._release.forget(session):
             self.figures.expired.append(session.session_id)
+
+    async def engine_lost(self, user_ids: Callable[[str], bool], reason: str) -> None:
+        """End every session of the users ``user_ids`` picks, whose Spark Connect engine went
+        away (``reason``) and every session in it."""
+        for session in self._registry.sessions():
+            if session.state is Lifecycle.ACTIVE and user_ids(session.user_id):
+                await self._gone(session, session.server_side_session_id, reason)
 
     async def _gone(self, session: Session, gone: str, reason: str) -> None:
         """End the session unless a CTTAS meanwhile found ``gone`` replaced, or its client

@@ -290,6 +290,11 @@ class SessionRegistry:
         """Calls of the session under way now."""
         return sum(self._calls.get(session.key, collections.Counter()).values())
 
+    def busy_users(self) -> set[str]:
+        """The users with a call under way now or a session holding state."""
+        holding = {s.user_id for s in self._sessions.values() if self.holds_state(s)}
+        return {user for user, _ in self._calls} | holding
+
     def after_other_calls(self, session: Session, work: Callable[[], None]) -> None:
         """Do ``work`` now if the session has no call under way but the one asking, else
         once every call under way now has ended.

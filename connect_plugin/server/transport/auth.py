@@ -1,7 +1,8 @@
 """Who is calling: bearer tokens mapped to users.
 
-The tokens file holds one ``user_id token`` pair per line (``#`` starts a
-comment). The gateway refuses a file that group or others can read, a token
+The tokens file holds one ``user_id token [group]`` line per token (``#``
+starts a comment); the group, which a user's lines must agree on, says whose
+engine the user's sessions go to under ``share_level = "group"``. The gateway refuses a file that group or others can read, a token
 shorter than ``MIN_TOKEN_LENGTH``, a token given twice, and a file without
 tokens; its messages name the file and line, never a token. Only SHA-256
 digests are kept, and a presented token is compared with every one of them
@@ -34,6 +35,7 @@ _BEARER = "bearer "
 class _Entry:
     user_id: str
     digest: bytes
+    group: str | None = None
 
 
 def _digest(token: str) -> bytes:
@@ -68,11 +70,20 @@ def read_tokens(path: Path) -> tuple[_Entry, ...]:
         if not content:
             continue
         fields = content.split()
-        if len(fields) != 2:
+        if len(fields) not in (2, 3):
             raise ConfigError(
-                f"{path}, line {number}: expected 'user_id token', found {len(fields)} fields"
+                f"{path}, line {number}: expected 'user_id token [group]', found "
+                f"{len(fields)} fields"
             )
-        user_id, token = fields
+        user_id, token = fields[:2]
+        group = fields[2] if len(fields) == 3 else None
+        earlier = next((entry for entry in entries if entry.user_id == user_id), None)
+        if earlier is not None and earlier.group != group:
+            raise ConfigError(
+                f"{path}, line {number}: user {user_id!r} is in group {group or '(none)'!r} "
+                f"here and in {earlier.group or '(none)'!r} on an earlier line; give every "
+                "line of a user the same group"
+            )
         if len(token) < MIN_TOKEN_LENGTH:
             raise ConfigError(
                 f"{path}, line {number}: the token of user {user_id!r} is shorter than "
@@ -86,9 +97,9 @@ def read_tokens(path: Path) -> tuple[_Entry, ...]:
                 f"line {seen[digest]}; every token must be different"
             )
         seen[digest] = number
-        entries.append(_Entry(user_id, digest))
+        entries.append(_Entry(user_id, digest, group))
     if not entries:
-        raise ConfigError(f"the tokens file [{path}] holds no 'user_id token' line")
+        raise ConfigError(f"the tokens file [{path}] holds no 'user_id token [group]' line")
     return tuple(entries)
 
 
@@ -103,6 +114,10 @@ class TokenAuthenticator:
     @property
     def users(self) -> frozenset[str]:
         return frozenset(entry.user_id for entry in self._entries)
+
+    def group_of(self, user_id: str) -> str | None:
+        """The group the tokens file puts ``user_id`` in; None: none."""
+        return next((e.group for e in self._entries if e.user_id == user_id), None)
 
     def reload(self) -> bool:
         """Re-read the file; on a bad file keep the current tokens, log why, return False."""

@@ -98,7 +98,13 @@ def upstream_channel(config: Config, token: Callable[[], str] | None = None) -> 
     """The channel to the upstream Spark Connect server, pinging as pyspark does; ``token``:
     gives Spark's token for each call (from the upstream token file; by default the URL's
     ``token``, if any)."""
-    url = config.upstream_url
+    return channel_to(config.upstream_url, config, token)
+
+
+def channel_to(
+    url: UpstreamUrl, config: Config, token: Callable[[], str] | None = None
+) -> grpc.aio.Channel:
+    """The channel to the Spark Connect server at ``url`` (the upstream, or an engine)."""
     options: list[tuple[str, Any]] = [
         *_size_options(config),
         ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),

@@ -10,7 +10,9 @@ accumulator metrics for the Scala client, which cannot read them
 (``observed_metrics``). With metrics on, the results of a request that held a
 scan have their plan metrics read, and only those (``scan_rows``). What the
 gateway's hooks and observers give and hear is theirs to say
-(``interception``).
+(``interception``). With a ``route``, each call goes to the channel its
+user's route gives (the engine of a share level), awaited before the hooks
+see the call, so a call waits while its engine starts.
 """
 
 from __future__ import annotations
@@ -62,6 +64,16 @@ _UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
 
 UNDECODABLE = "the request cannot be decoded as a Spark Connect message"
 
+Route = Callable[[str | None], Awaitable[grpc.aio.Channel]]
+"""The channel of a call's authenticated user (None: unauthenticated); raises a
+``ConnectPluginError`` to refuse the call."""
+_CALL_KINDS = {
+    (False, False): "unary_unary",
+    (False, True): "unary_stream",
+    (True, False): "stream_unary",
+    (True, True): "stream_stream",
+}
+
 
 def plan_methods() -> tuple[str, ...]:
     """The service methods whose requests can hold a plan (and so plugin messages)."""
@@ -104,7 +116,7 @@ class Forwarder:
 
     def __init__(
         self,
-        channel: grpc.aio.Channel,
+        channel: grpc.aio.Channel | None,
         hooks: Mapping[str, RequestHook] | None = None,
         observer: CallObserver[Any] | None = None,
         admit: Admission | None = None,
@@ -112,10 +124,13 @@ class Forwarder:
         metrics: CallMetrics | None = None,
         refusal: Refusal | None = None,
         screen: Callable[[bytes], None] | None = None,
+        route: Route | None = None,
     ):
         """``screen``: looks at every request's bytes (of methods with one request) before
-        anything else, and raises to refuse it."""
+        anything else, and raises to refuse it; ``route``: the channel of each call, instead
+        of ``channel``."""
         self._channel = channel
+        self._route = route
         self._screen = screen
         self._metrics = metrics
         self._refusal = refusal
@@ -144,13 +159,8 @@ class Forwarder:
             and "server_side_session_id" in method.output_type.fields_by_name
         ):
             self._responses[method.name] = _message_class(method.output_type)
-        kind = (method.client_streaming, method.server_streaming)
-        make_call = {
-            (False, False): self._channel.unary_unary,
-            (False, True): self._channel.unary_stream,
-            (True, False): self._channel.stream_unary,
-            (True, True): self._channel.stream_stream,
-        }[kind](path)
+        kind = _CALL_KINDS[(method.client_streaming, method.server_streaming)]
+        make_call = _Upstream(path, kind, self._channel)
         if method.server_streaming:
             forward_stream = self._streaming(method.name, make_call, decode)
             if method.client_streaming:
@@ -264,6 +274,19 @@ class Forwarder:
             log.warning("%s succeeded upstream but its follow-up failed: %s", name, exc)
             await abort_with(exc, context, message)
 
+    async def _routed(
+        self, upstream: _Upstream, name: str, user: str | None, message: Message | None, context: Any
+    ) -> Callable[..., Any]:
+        """The upstream call's callable: on the fixed channel, or on the user's route (whose
+        refusal ends the call)."""
+        if self._route is None:
+            return upstream.fixed
+        try:
+            channel = await self._route(user)
+        except ConnectPluginError as exc:
+            await self._refuse(name, exc, message, context)
+        return upstream.on(channel)
+
     def _call(
         self,
         name: str,
@@ -299,7 +322,7 @@ class Forwarder:
     def _single(
         self,
         name: str,
-        upstream: Callable[..., Any],
+        upstream: _Upstream,
         decode: type[Message] | None,
         chunk_type: type[Message] | None,
     ) -> Callable[[Any, Any], Awaitable[bytes]]:
@@ -327,7 +350,7 @@ class Forwarder:
             if chunk_type is not None and user is not None:
                 chunks = _ReassignedChunks(request, chunk_type, user)
                 try:
-                    return await forward_call(chunks, None, False, key, context)
+                    return await forward_call(chunks, None, False, key, user, context)
                 except asyncio.CancelledError:
                     if chunks.undecodable:
                         await abort_with(PlanError(UNDECODABLE), context)
@@ -337,19 +360,21 @@ class Forwarder:
                         await abort_with(PlanError(UNDECODABLE), context)
                     raise
             try:
-                return await forward_call(request, message, hooked, key, context)
+                return await forward_call(request, message, hooked, key, user, context)
             finally:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, hooked: bool, key: Any, context: Any
+            request: Any, message: Message | None, hooked: bool, key: Any, user: str | None,
+            context: Any,
         ) -> bytes:
+            routed = await self._routed(upstream, name, user, message, context)
             handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
             if handling is not None and handling.answer is not None:
                 return handling.answer.SerializeToString()
-            call = self._call(name, upstream, request, handling, context)
+            call = self._call(name, routed, request, handling, context)
             try:
                 response: bytes = await call
             except grpc.aio.AioRpcError as error:
@@ -370,7 +395,7 @@ class Forwarder:
         return forward
 
     def _streaming(
-        self, name: str, upstream: Callable[..., Any], decode: type[Message] | None
+        self, name: str, upstream: _Upstream, decode: type[Message] | None
     ) -> Callable[[Any, Any], AsyncIterator[bytes]]:
         """Forwarder for RPCs with a response stream, relayed message by message."""
         results = name in RESULT_METHODS
@@ -398,16 +423,18 @@ class Forwarder:
 
         async def forward_any(request: Any, context: Any) -> AsyncIterator[bytes]:
             self.calls[name] += 1
-            message, key, _user, hooked = await self._begin(name, decode, request, context)
+            message, key, user, hooked = await self._begin(name, decode, request, context)
             try:
-                async for response in forward_call(request, message, hooked, key, context):
+                async for response in forward_call(request, message, hooked, key, user, context):
                     yield response
             finally:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, hooked: bool, key: Any, context: Any
+            request: Any, message: Message | None, hooked: bool, key: Any, user: str | None,
+            context: Any,
         ) -> AsyncIterator[bytes]:
+            routed = await self._routed(upstream, name, user, message, context)
             handling = await self._inspect(name, message, hooked, context)
             if self._authenticate is not None and message is not None:
                 request = message.SerializeToString()
@@ -432,7 +459,7 @@ class Forwarder:
             call = None
             finished = False
             try:
-                call = self._call(name, upstream, request, handling, context)
+                call = self._call(name, routed, request, handling, context)
                 await self._send_initial_metadata(call, context)
                 read = call.read
                 eof = grpc.aio.EOF
@@ -471,6 +498,26 @@ class Forwarder:
                     handling.unfinished()
 
         return forward
+
+
+class _Upstream:
+    """One method's upstream callable: on the fixed channel, or made per routed channel."""
+
+    def __init__(self, path: str, kind: str, channel: grpc.aio.Channel | None) -> None:
+        self._path = path
+        self._kind = kind
+        self._fixed = None if channel is None else getattr(channel, kind)(path)
+
+    @property
+    def fixed(self) -> Callable[..., Any]:
+        if self._fixed is None:
+            raise ConnectPluginError("the gateway has no upstream channel and no route")
+        fixed: Callable[..., Any] = self._fixed
+        return fixed
+
+    def on(self, channel: grpc.aio.Channel) -> Callable[..., Any]:
+        made: Callable[..., Any] = getattr(channel, self._kind)(self._path)
+        return made
 
 
 def _completes(last: bytes | None) -> bool:

@@ -124,6 +124,15 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.NoEngine,
+        _Mapping(
+            grpc.StatusCode.PERMISSION_DENIED,
+            SPARK_EXCEPTION,
+            "CONNECT_PLUGIN.NO_ENGINE",
+            "42501",
+        ),
+    ),
+    (
         errors.QuotaExceeded,
         _Mapping(
             grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -3,13 +3,16 @@
 The gateway sends ordinary Spark Connect requests on its upstream channel,
 stamped with the user's session id, user context and call metadata (so any
 authentication the upstream checks applies to the gateway's work exactly as
-to the user's). It never opens or releases sessions of its own.
+to the user's). It never opens or releases sessions of its own. With a share
+level other than ``server`` each user's requests go to the channel of the
+user's engine; a user whose engine is not running has no session anywhere,
+which the gateway's own calls learn as Spark says it (``SESSION_CLOSED``).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +29,7 @@ from connect_plugin.server.transport.spark_status import STATUS_DETAILS_KEY, ups
 _SERVICE = "/spark.connect.SparkConnectService/"
 CLIENT_TYPE = "connect-plugin-gateway"
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+SESSION_CLOSED = "INVALID_HANDLE.SESSION_CLOSED"
 
 
 @dataclass(frozen=True)
@@ -49,25 +53,47 @@ class SessionContext:
 class Upstream:
     """The gateway's channel to the Spark Connect server, lent out per session."""
 
-    def __init__(self, channel: grpc.aio.Channel) -> None:
-        self.channel = channel
+    def __init__(
+        self,
+        channel: grpc.aio.Channel | None,
+        engine_of: Callable[[str], grpc.aio.Channel | None] | None = None,
+    ) -> None:
+        """``engine_of``: with a share level other than ``server``, the channel of a user's
+        running engine (None: none runs), instead of ``channel``."""
+        self._channel = channel
+        self._engine_of = engine_of
+
+    def channel_of(self, user_id: str) -> grpc.aio.Channel | None:
+        """The channel of ``user_id``'s requests; None when the user's engine is not running."""
+        return self._channel if self._engine_of is None else self._engine_of(user_id)
 
     def session(self, context: SessionContext) -> UpstreamSession:
         """Requests in the session of a client's call, with that call's metadata."""
-        return UpstreamSession(self.channel, context)
+        return UpstreamSession(self.channel_of(context.user_id), context)
 
     def stored(self, user_id: str, session_id: str) -> UpstreamSession:
         """Requests in a session the gateway acts on by itself (expiry, recovery)."""
-        return UpstreamSession(self.channel, SessionContext.of_stored(user_id, session_id))
+        context = SessionContext.of_stored(user_id, session_id)
+        return UpstreamSession(self.channel_of(user_id), context)
 
 
 class UpstreamSession:
     """Requests in one user's session over the gateway's upstream channel."""
 
-    def __init__(self, channel: grpc.aio.Channel, context: SessionContext) -> None:
-        self._channel = channel
+    def __init__(self, channel: grpc.aio.Channel | None, context: SessionContext) -> None:
+        self._channels = channel
         self.context = context
         self.server_side_session_id = ""
+
+    @property
+    def _channel(self) -> grpc.aio.Channel:
+        if self._channels is None:
+            raise UpstreamFailed(
+                f"session {self.context.session_id} is closed: the Spark Connect engine of "
+                f"user {self.context.user_id!r} is not running",
+                error_class=SESSION_CLOSED,
+            )
+        return self._channels
 
     def _stamp(self, request: object) -> None:
         request.session_id = self.context.session_id  # type: ignore[attr-defined]

@@ -60,8 +60,17 @@ def test_calls_without_a_known_bearer_token_are_unauthenticated(
         (f"alice {ALICE}\n", 0o604, "open to group or others"),
         ("alice short-token\n", 0o600, "line 1: the token of user 'alice' is shorter than 16"),
         (f"alice {ALICE}\nbob {ALICE}\n", 0o600, "line 2: the token of user 'bob' repeats"),
-        ("# nobody\n\n", 0o600, "holds no 'user_id token' line"),
-        (f"alice {ALICE} extra\n", 0o600, "line 1: expected 'user_id token', found 3 fields"),
+        ("# nobody\n\n", 0o600, "holds no 'user_id token [group]' line"),
+        (
+            f"alice {ALICE} team extra\n",
+            0o600,
+            "line 1: expected 'user_id token [group]', found 4 fields",
+        ),
+        (
+            f"alice {ALICE} team\nalice {BOB}\n",
+            0o600,
+            "line 2: user 'alice' is in group '(none)' here and in 'team'",
+        ),
     ],
 )
 def test_bad_tokens_files_are_refused_without_quoting_a_token(
@@ -75,6 +84,15 @@ def test_bad_tokens_files_are_refused_without_quoting_a_token(
     assert str(path) in message
     assert ALICE not in message
     assert "short-token" not in message
+
+
+def test_the_optional_group_column_puts_users_in_groups(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, f"alice {ALICE} analysts\nbob {BOB}\n")
+    auth = TokenAuthenticator(path)
+    assert auth.authenticate([("authorization", f"Bearer {ALICE}")]) == "alice"
+    assert auth.group_of("alice") == "analysts"
+    assert auth.group_of("bob") is None
+    assert auth.group_of("carol") is None
 
 
 def test_a_missing_tokens_file_is_named(tmp_path: Path) -> None:

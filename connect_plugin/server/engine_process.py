@@ -1,0 +1,101 @@
+"""One engine started here: a Spark Connect server of one user or group, as ``--local`` starts.
+
+An engine is the embedded server (``embedded``: the class archive, the
+Python worker fork server) in a state folder of its own under
+``<state_dir>/engines/``, with a driver of ``engine_driver_memory`` running
+its tasks on ``engine_cores`` cores, and a random token of its own that only
+the gateway holds (Spark's ``spark.connect.authenticate.token``, handed to
+the JVM in its environment). Starting and stopping block for seconds: the
+gateway calls them on worker threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from connect_plugin.config import Config
+from connect_plugin.server.embedded import EmbeddedSparkConnect
+from connect_plugin.spark_processes.class_archive import default_folder
+from connect_plugin.upstream_url import UpstreamUrl, parse_upstream
+
+log = logging.getLogger(__name__)
+
+ENGINES_FOLDER = "engines"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_SHOWN_CHARACTERS = 32
+
+
+def engine_folder(state_dir: Path, owner: str) -> Path:
+    """The state folder of ``owner``'s engine: its name readable where it can be, and told
+    apart from every other owner's by a digest of the whole name."""
+    digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:12]
+    shown = _UNSAFE.sub("_", owner)[:_SHOWN_CHARACTERS]
+    return state_dir / ENGINES_FOLDER / f"engine-{shown}-{digest}"
+
+
+class LocalEngine:
+    """The Spark Connect server of one owner, started on this machine."""
+
+    def __init__(
+        self,
+        config: Config,
+        owner: str,
+        extra_conf: Mapping[str, str] | None = None,
+        jvm_options: tuple[str, ...] = (),
+    ) -> None:
+        """``extra_conf``: Spark settings over ``spark-defaults.conf`` of the conf dir (the
+        engine's memory is set over both); ``jvm_options``: added to the JVM's own."""
+        self.owner = owner
+        self.folder = engine_folder(config.state_dir, owner)
+        conf = {**(extra_conf or {}), "spark.driver.memory": config.engine_driver_memory}
+        self._server = EmbeddedSparkConnect(
+            conf_dir=config.conf_dir,
+            host="127.0.0.1",
+            master=f"local[{config.engine_cores}]",
+            extra_conf=conf,
+            state_dir=self.folder,
+            token=secrets.token_urlsafe(32),
+            class_archive=default_folder() if config.class_archive else None,
+            worker_forks=config.worker_forks,
+            jvm_options=jvm_options,
+        )
+        self._warm_up = config.warm_up
+        self._timeout_s = config.upstream_start_timeout_s
+        self.start_s = 0.0
+        """How long the start took, warm-up included (0 until it started)."""
+
+    @property
+    def url(self) -> UpstreamUrl:
+        """Where the gateway reaches it, with its token (never to be shown: see ``redacted``)."""
+        return parse_upstream(self._server.client_address)
+
+    @property
+    def pid(self) -> int | None:
+        return self._server.pid
+
+    @property
+    def running(self) -> bool:
+        return self._server.running
+
+    def start(self) -> None:
+        """Start the JVM and, with ``warm_up``, run one scan on it (blocks until ready)."""
+        started = time.monotonic()
+        self._server.start(timeout=self._timeout_s)
+        if self._warm_up:
+            from connect_plugin.spark_processes.warm_up import warm_up
+
+            try:
+                warm_up(self._server.client_address)
+            except Exception:
+                log.exception("warming up a new engine failed; it serves without")
+        self.start_s = time.monotonic() - started
+
+    def stop(self) -> None:
+        """Stop the JVM and everything it started (its process group, its fork server)."""
+        self._server.stop()

@@ -1,0 +1,200 @@
+"""Share levels user and group: each owner's sessions on a Spark Connect server of its own.
+
+Every test starts its own gateway, whose engines are real Spark Connect JVMs
+with small heaps, and checks at its end that none of them is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from connect_plugin.config import Config
+from connect_plugin.server.gateway import Gateway, serve
+from tests.integration.support import TEST_SPARK_CONF, Upstream, spark_connect_server_pids
+
+TOKENS = {user: f"{user}-{secrets.token_urlsafe(24)}" for user in ("alice", "bob", "carol")}
+ENGINE_MEMORY = "512m"
+IDLE_WAIT_S = 60.0
+
+
+def _tokens_file(folder: Path, groups: dict[str, str]) -> Path:
+    path = folder / "tokens"
+    path.write_text(
+        "".join(f"{user} {token} {groups.get(user, '')}\n" for user, token in TOKENS.items())
+    )
+    path.chmod(0o600)
+    return path
+
+
+@contextmanager
+def engines_gateway(
+    folder: Path, groups: dict[str, str] | None = None, **settings: object
+) -> Iterator[Gateway]:
+    """A gateway of share level ``user`` (or what ``settings`` say) starting its engines
+    here; on leaving, no engine of it may be left running."""
+    values: dict[str, object] = dict(
+        port=0,
+        local=True,
+        share_level="user",
+        auth_tokens_file=_tokens_file(folder, groups or {}),
+        workspace=folder / "workspace",
+        state_dir=folder / "state",
+        conf_dir=None,
+        engine_driver_memory=ENGINE_MEMORY,
+        warm_up=False,
+        class_archive=False,
+        stop_python_workers=True,
+    )
+    values.update(settings)
+    gateway = serve(Config(**values), engine_conf=TEST_SPARK_CONF)  # type: ignore[arg-type]
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+        assert spark_connect_server_pids(str(folder)) == set()
+
+
+@contextmanager
+def session_of(gateway: Gateway, user: str) -> Iterator[SparkSession]:
+    address = f"sc://localhost:{gateway.port}/;token={TOKENS[user]}"
+    spark = SparkSession.builder.remote(address).create()
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_two_users_get_two_engines_and_their_same_named_tables_differ(tmp_path: Path) -> None:
+    with (
+        engines_gateway(tmp_path) as gateway,
+        session_of(gateway, "alice") as alice,
+        session_of(gateway, "bob") as bob,
+    ):
+        alice.sql("CREATE TEMPORARY TABLE t AS SELECT 'alice' AS who, id FROM range(3)")
+        bob.sql("CREATE TEMPORARY TABLE t AS SELECT 'bob' AS who, id FROM range(5)")
+        assert {r.who for r in alice.table("t").collect()} == {"alice"}
+        assert alice.table("t").count() == 3
+        assert {r.who for r in bob.table("t").collect()} == {"bob"}
+        assert bob.table("t").count() == 5
+        assert gateway.engines is not None
+        pids = gateway.engines.pids()
+        assert set(pids) == {"alice", "bob"}
+        assert pids["alice"] != pids["bob"]
+        assert set(pids.values()) <= spark_connect_server_pids(str(tmp_path))
+        # Spark state is each engine's own: a view of alice's is nowhere in bob's Spark.
+        alice.range(1).createOrReplaceTempView("only_alices")
+        assert "only_alices" not in {t.name for t in bob.catalog.listTables()}
+        alice.sql("DROP TABLE t")
+        assert bob.table("t").count() == 5
+
+
+def test_group_members_share_their_groups_engine_and_a_user_in_no_group_is_refused(
+    tmp_path: Path,
+) -> None:
+    groups = {"alice": "analysts", "carol": "analysts"}
+    with (
+        engines_gateway(tmp_path, groups, share_level="group") as gateway,
+        session_of(gateway, "alice") as alice,
+        session_of(gateway, "carol") as carol,
+    ):
+        assert alice.range(3).count() == 3
+        assert carol.range(4).count() == 4
+        assert gateway.engines is not None
+        assert set(gateway.engines.pids()) == {"analysts"}
+        with session_of(gateway, "bob") as bob, pytest.raises(PySparkException) as refused:
+            bob.range(1).collect()
+        text = str(refused.value)
+        assert "CONNECT_PLUGIN.NO_ENGINE" in text
+        assert "'bob' is in no group" in text
+        assert set(gateway.engines.pids()) == {"analysts"}
+
+
+def test_over_max_engines_a_new_user_is_refused_and_running_engines_go_on(
+    tmp_path: Path,
+) -> None:
+    with (
+        engines_gateway(tmp_path, max_engines=1) as gateway,
+        session_of(gateway, "alice") as alice,
+    ):
+        alice.sql("CREATE TEMPORARY TABLE kept AS SELECT id FROM range(7)")
+        with session_of(gateway, "bob") as bob, pytest.raises(PySparkException) as refused:
+            bob.range(1).collect()
+        text = str(refused.value)
+        assert "CONNECT_PLUGIN.QUOTA_EXCEEDED" in text
+        assert "max_engines" in text
+        assert refused.value.getGrpcStatusCode() == grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+        assert alice.table("kept").count() == 7
+        assert gateway.engines is not None
+        assert set(gateway.engines.pids()) == {"alice"}
+
+
+def test_an_idle_engine_stops_and_the_next_call_starts_a_new_one(tmp_path: Path) -> None:
+    with engines_gateway(tmp_path, engine_idle_timeout_s=2.0) as gateway:
+        assert gateway.engines is not None
+        with session_of(gateway, "alice") as alice:
+            assert alice.range(5).count() == 5
+            first = gateway.engines.pids()["alice"]
+        deadline = time.monotonic() + IDLE_WAIT_S
+        while not gateway.engines.stops and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert gateway.engines.stops == {"idle": 1}
+        assert gateway.engines.pids() == {}
+        assert not _alive(first)
+        with session_of(gateway, "alice") as alice:
+            assert alice.range(6).count() == 6
+            second = gateway.engines.pids()["alice"]
+        assert second != first
+        assert gateway.engines.starts == 2
+
+
+def test_an_engine_holding_temp_tables_is_not_idle(tmp_path: Path) -> None:
+    with (
+        engines_gateway(tmp_path, engine_idle_timeout_s=1.0) as gateway,
+        session_of(gateway, "alice") as alice,
+    ):
+        alice.sql("CREATE TEMPORARY TABLE held AS SELECT id FROM range(4)")
+        time.sleep(4.0)
+        assert gateway.engines is not None
+        assert set(gateway.engines.pids()) == {"alice"}
+        assert alice.table("held").count() == 4
+
+
+def test_an_owner_named_in_engines_goes_to_that_server_and_no_engine_starts_for_it(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    with (
+        engines_gateway(tmp_path, engines=(f"bob={upstream.address}",)) as gateway,
+        session_of(gateway, "bob") as bob,
+    ):
+        bob.sql("CREATE TEMPORARY TABLE on_static AS SELECT id FROM range(3)")
+        assert bob.table("on_static").count() == 3
+        assert gateway.engines is not None
+        assert gateway.engines.pids() == {}
+        assert gateway.engines.starts == 0
+        session_id = bob.client._session_id
+        attached = SparkSession.builder.remote(
+            f"{upstream.address}/;session_id={session_id};user_id=bob"
+        ).create()
+        try:
+            views = {t.name for t in attached.catalog.listTables() if t.isTemporary}
+        finally:
+            attached.client.close()
+        assert "on_static" in views
