@@ -295,6 +295,10 @@ class NoEngine(ConnectPluginError):
     here."""
 
 
+class SessionClosed(ConnectPluginError):
+    """A call of a session that ended without its client asking (its engine exited)."""
+
+
 class RegistryInUse(RegistryError):
     """Another gateway holds the lock of the session registry this one was given."""
 

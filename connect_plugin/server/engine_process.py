@@ -11,10 +11,13 @@ gateway calls them on worker threads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
 import re
 import secrets
+import signal
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -99,3 +102,30 @@ class LocalEngine:
     def stop(self) -> None:
         """Stop the JVM and everything it started (its process group, its fork server)."""
         self._server.stop()
+
+
+def stop_strays(state_dir: Path, proc: Path = Path("/proc")) -> list[int]:
+    """Kill the engines a gateway with this state folder left when it died (its process
+    groups); the pids killed. An engine whose parent is still a Python process belongs to a
+    gateway that runs, and stays."""
+    marker = str(state_dir / ENGINES_FOLDER).encode() + b"/"
+    killed = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            if b"SparkConnectServer" not in command or marker not in command:
+                continue
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if (proc / parent / "comm").read_text().startswith("python"):
+                continue
+            pid = int(entry.name)
+            group = os.getpgid(pid)
+        except (OSError, IndexError, ValueError):
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+        log.warning("stopped engine pid %d, left running by a gateway that died", pid)
+        killed.append(pid)
+    return killed

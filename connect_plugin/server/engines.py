@@ -14,32 +14,55 @@ An engine started here stops after ``engine_idle_timeout_s`` without a call
 in flight and without a session holding temporary tables; its owner's next
 call starts a new one. At most ``max_engines`` run or start at once: a new
 owner over it is refused with ``QuotaExceeded`` (``RESOURCE_EXHAUSTED``),
-and no running engine is disturbed. An engine that exits on its own (killed,
-out of memory) is found by the sweep, and its owner's sessions end with it
-(``lost``).
+and no running engine is disturbed.
+
+An engine that exits on its own (killed, out of memory) is found by the
+sweep, or by the next call routed to it, whichever comes first. Every
+session it held ends with it: the gateway's state of each goes (``lost``:
+temporary tables unlisted, their files deleted), and each later call of
+such a session is refused with ``SessionClosed`` naming the cause, until
+the client releases it; the owner's next new session starts a new engine.
+A gateway that starts stops the engines a previous run of it left behind
+(``strays``): their tokens went with that run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import grpc
+from google.protobuf.message import Message
 
 from connect_plugin.config import Config
-from connect_plugin.errors import NoEngine, QuotaExceeded
-from connect_plugin.server.engine_process import LocalEngine
+from connect_plugin.errors import NoEngine, QuotaExceeded, SessionClosed
+from connect_plugin.server.engine_process import LocalEngine, stop_strays
 from connect_plugin.server.transport.channels import channel_to
 from connect_plugin.upstream_url import UpstreamUrl
 
 log = logging.getLogger(__name__)
 
-MAX_SWEEP_INTERVAL_S = 10.0
+MAX_SWEEP_INTERVAL_S = 2.0
 """The longest between two looks at the engines (idle ones, ones that exited)."""
+ENDED_KEPT = 10_000
+"""Sessions of engines that exited whose calls are refused with the cause (the oldest go
+first beyond these: their calls then find a session Spark does not know)."""
+
+SessionKey = tuple[str, str]
+
+
+class EngineListener(Protocol):
+    """Hears of engines starting and stopping (the metrics)."""
+
+    def engine_started(self, seconds: float) -> None: ...
+
+    def engine_stopped(self, reason: str) -> None: ...
 
 
 @dataclass
@@ -51,6 +74,8 @@ class Engine:
     process: LocalEngine | None
     """None for an engine named in ``engines``, which runs elsewhere."""
     last_used: float = field(default_factory=time.monotonic)
+    sessions: set[SessionKey] = field(default_factory=set)
+    """The (user, session id) of every session seen going to it."""
 
 
 class Engines:
@@ -81,8 +106,12 @@ class Engines:
         self._processes: set[LocalEngine] = set()
         self._stopping: set[asyncio.Future[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        self._ended: collections.OrderedDict[SessionKey, str] = collections.OrderedDict()
+        self.listener: EngineListener | None = None
         self._closing = False
         self.starts = 0
+        self.strays: list[int] = []
+        """Engines a previous run left running, stopped at start."""
         self.start_seconds: list[float] = []
         self.stops: dict[str, int] = {}
 
@@ -129,19 +158,36 @@ class Engines:
         engine = self._running.get(owner)
         return None if engine is None else engine.channel
 
-    async def route(self, user: str | None) -> grpc.aio.Channel:
-        """The channel of ``user``'s engine, started first if it is not running."""
+    async def route(self, user: str | None, request: Message | None = None) -> grpc.aio.Channel:
+        """The channel of ``user``'s engine, started first if it is not running; a request
+        of a session whose engine exited is refused, naming the cause."""
         owner = self.owner_of(user)
+        seen = _sessions_of(user, request)
+        self._refuse_ended(seen, request)
         engine = self._running.get(owner)
-        if engine is not None:
-            engine.last_used = time.monotonic()
-            return engine.channel
-        starting = self._starting.get(owner)
-        if starting is None:
-            starting = self._begin_start(owner)
-        engine = await asyncio.shield(starting)
+        if engine is not None and engine.process is not None and not engine.process.running:
+            await self._exited(engine)
+            self._refuse_ended(seen, request)
+            engine = None
+        if engine is None:
+            starting = self._starting.get(owner)
+            if starting is None:
+                starting = self._begin_start(owner)
+            engine = await asyncio.shield(starting)
         engine.last_used = time.monotonic()
+        engine.sessions.update(seen)
         return engine.channel
+
+    def _refuse_ended(self, seen: list[SessionKey], request: Message | None) -> None:
+        if not seen:
+            return
+        releasing = request is not None and request.DESCRIPTOR.name == "ReleaseSessionRequest"
+        reason = self._ended.pop(seen[0]) if releasing else self._ended.get(seen[0])
+        if reason is not None and not releasing:
+            raise SessionClosed(
+                f"session {seen[0][1]} was closed: {reason}; its temporary tables are gone. "
+                "Create a new session (SparkSession.builder...create())"
+            )
 
     def _begin_start(self, owner: str) -> asyncio.Future[Engine]:
         static = self._static.get(owner)
@@ -189,6 +235,8 @@ class Engines:
         self._starting.pop(owner, None)
         self.starts += 1
         self.start_seconds.append(process.start_s)
+        if self.listener is not None:
+            self.listener.engine_started(process.start_s)
         log.info(
             "the engine of %s %r serves (pid %s, started in %.1f s)",
             self.config.share_level,
@@ -201,7 +249,9 @@ class Engines:
     # The sweep: idle engines stop, engines that exited are let go.
 
     async def start(self) -> None:
+        """Stop the engines a previous run left (``stop_strays``), then sweep while serving."""
         if self.config.local:
+            self.strays = await asyncio.to_thread(stop_strays, self.config.state_dir)
             self._sweeper = asyncio.ensure_future(self._sweep_forever())
 
     def _sweep_interval(self) -> float:
@@ -236,9 +286,7 @@ class Engines:
             if process is None:
                 continue
             if not process.running:
-                await self._let_go(engine, "exited")
-                if self._lost is not None:
-                    await self._lost(owner, f"its Spark Connect engine (pid {process.pid}) exited")
+                await self._exited(engine)
                 continue
             if owner in busy:
                 engine.last_used = now
@@ -250,6 +298,25 @@ class Engines:
                     now - engine.last_used,
                 )
                 await self._let_go(engine, "idle")
+
+    async def _exited(self, engine: Engine) -> None:
+        """An engine that exited on its own: its sessions end, the cause kept for their
+        clients (once, whoever finds it first)."""
+        if self._running.get(engine.owner) is not engine:
+            return
+        assert engine.process is not None
+        cause = (
+            f"the Spark Connect engine of {self.config.share_level} {engine.owner!r} (pid "
+            f"{engine.process.pid}) exited"
+        )
+        for key in engine.sessions:
+            self._ended[key] = cause
+            self._ended.move_to_end(key)
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
+        await self._let_go(engine, "exited")
+        if self._lost is not None:
+            await self._lost(engine.owner, cause)
 
     async def _let_go(self, engine: Engine, reason: str) -> None:
         """Stop using ``engine`` at once, and stop its process (which the gateway's stop
@@ -275,6 +342,8 @@ class Engines:
                     self._stopping.discard(stopping)
                     self._processes.discard(process)
         self.stops[reason] = self.stops.get(reason, 0) + 1
+        if self.listener is not None:
+            self.listener.engine_stopped(reason)
 
     async def stop(self) -> None:
         """Stop every engine started here (those still starting too) and close every channel."""
@@ -293,3 +362,11 @@ class Engines:
             return_exceptions=True,
         )
         self._processes.clear()
+
+
+def _sessions_of(user: str | None, request: Message | None) -> list[SessionKey]:
+    """The sessions a request names: its own, and the new one of a CloneSession."""
+    if user is None or request is None:
+        return []
+    named = [getattr(request, "session_id", ""), getattr(request, "new_session_id", "")]
+    return [(user, session_id) for session_id in named if session_id]

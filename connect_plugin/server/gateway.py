@@ -229,7 +229,11 @@ class Gateway:
         self.answers = handlers.statements.answers
         self.watch = SessionWatch(config, registry, upstream, release)
         if self.engines is not None:
-            await self.engines.start()
+            engines = self.engines
+            if metrics is not None:
+                engines.listener = metrics
+                metrics.watch_engines(lambda: (engines.running, engines.starting))
+            await engines.start()
         if metrics is not None:
             metrics.watch_actions(self.watch.figures, self.recovery)
         self.forwarder = Forwarder(

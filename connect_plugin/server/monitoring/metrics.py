@@ -38,7 +38,12 @@ bounded set) and the other bounded sets named below.
   scrape; a table recorded by a gateway that measured none counts 0);
 - ``connect_plugin_sessions_ended_total{reason}`` and
   ``connect_plugin_recovery_actions_total{action}``: what the expiry and the
-  start-up recovery did.
+  start-up recovery did;
+- with share level ``user`` or ``group``: ``connect_plugin_engines{state}``
+  (``running``, ``starting``), ``connect_plugin_engine_starts_total``,
+  ``connect_plugin_engine_stops_total{reason}`` (``idle``, ``exited``,
+  ``gateway_stop``) and ``connect_plugin_engine_start_duration_seconds``:
+  engines by count, never by owner.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ log = logging.getLogger(__name__)
 
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
 """Seconds: a Config call takes a millisecond, a CTTAS minutes."""
+ENGINE_START_BUCKETS = (2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, 300.0)
+"""Seconds: an engine starts in a few seconds on an idle machine, minutes on a loaded one."""
 
 
 class GatewayMetrics:
@@ -140,6 +147,23 @@ class GatewayMetrics:
         """Each (method, code)'s counter and histogram child: ``labels`` takes a lock and
         builds its key on every call, on the path of every RPC."""
         self._sent: dict[str, Any] = {}
+        self.engine_starts = Counter(
+            "connect_plugin_engine_starts",
+            "Engines (share level user or group) started",
+            registry=self.registry,
+        )
+        self.engine_stops = Counter(
+            "connect_plugin_engine_stops",
+            "Engines stopped, by why (idle, exited, gateway_stop)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.engine_start_seconds = Histogram(
+            "connect_plugin_engine_start_duration_seconds",
+            "How long engines took to start, until they served",
+            buckets=ENGINE_START_BUCKETS,
+            registry=self.registry,
+        )
         self._to_upstream = self.forwarded.labels("to_upstream")
         self._to_client = self.forwarded.labels("to_client")
 
@@ -178,6 +202,17 @@ class GatewayMetrics:
 
     def upstream_failed(self, error: grpc.aio.AioRpcError) -> None:
         self.upstream_errors.labels(upstream_failure(error).error_class or error.code().name).inc()
+
+    def engine_started(self, seconds: float) -> None:
+        self.engine_starts.inc()
+        self.engine_start_seconds.observe(seconds)
+
+    def engine_stopped(self, reason: str) -> None:
+        self.engine_stops.labels(reason).inc()
+
+    def watch_engines(self, counts: Callable[[], tuple[int, int]]) -> None:
+        """Report the engines running and starting (``counts``) at each scrape."""
+        self.registry.register(_Engines(counts))
 
     def watch_actions(self, figures: WatchFigures, recovery: Recovery | None) -> None:
         """Report the expiry's and start-up recovery's actions at each scrape."""
@@ -233,6 +268,23 @@ class _Holdings:
             "Bytes of the data files of every session's temporary tables (as last measured)",
             sum(table.size or 0 for table in tables),
         )
+
+
+class _Engines:
+    """Engines running and starting, read when scraped."""
+
+    def __init__(self, counts: Callable[[], tuple[int, int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        running, starting = self._counts()
+        engines = GaugeMetricFamily(
+            "connect_plugin_engines", "Engines of share level user or group, by state",
+            labels=["state"],
+        )
+        engines.add_metric(["running"], running)
+        engines.add_metric(["starting"], starting)
+        yield engines
 
 
 class _Actions:

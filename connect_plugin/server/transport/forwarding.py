@@ -64,9 +64,9 @@ _UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
 
 UNDECODABLE = "the request cannot be decoded as a Spark Connect message"
 
-Route = Callable[[str | None], Awaitable[grpc.aio.Channel]]
-"""The channel of a call's authenticated user (None: unauthenticated); raises a
-``ConnectPluginError`` to refuse the call."""
+Route = Callable[[str | None, Message | None], Awaitable[grpc.aio.Channel]]
+"""The channel of a call, given its authenticated user (None: unauthenticated) and its
+decoded request (None: not decoded); raises a ``ConnectPluginError`` to refuse the call."""
 _CALL_KINDS = {
     (False, False): "unary_unary",
     (False, True): "unary_stream",
@@ -282,7 +282,7 @@ class Forwarder:
         if self._route is None:
             return upstream.fixed
         try:
-            channel = await self._route(user)
+            channel = await self._route(user, message)
         except ConnectPluginError as exc:
             await self._refuse(name, exc, message, context)
         return upstream.on(channel)

@@ -133,6 +133,15 @@ _MAPPINGS: tuple[tuple[type[errors.ConnectPluginError], _Mapping], ...] = (
         ),
     ),
     (
+        errors.SessionClosed,
+        _Mapping(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            SQL_EXCEPTION,
+            "CONNECT_PLUGIN.SESSION_CLOSED",
+            "HY000",
+        ),
+    ),
+    (
         errors.QuotaExceeded,
         _Mapping(
             grpc.StatusCode.RESOURCE_EXHAUSTED,

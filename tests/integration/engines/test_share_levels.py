@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
@@ -146,8 +150,18 @@ def test_over_max_engines_a_new_user_is_refused_and_running_engines_go_on(
         assert set(gateway.engines.pids()) == {"alice"}
 
 
+def _scraped(gateway: Gateway) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    assert gateway.metrics is not None
+    text = urllib.request.urlopen(f"http://127.0.0.1:{gateway.metrics.port}/metrics").read()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text.decode())
+        for sample in family.samples
+    }
+
+
 def test_an_idle_engine_stops_and_the_next_call_starts_a_new_one(tmp_path: Path) -> None:
-    with engines_gateway(tmp_path, engine_idle_timeout_s=2.0) as gateway:
+    with engines_gateway(tmp_path, engine_idle_timeout_s=2.0, metrics_port=0) as gateway:
         assert gateway.engines is not None
         with session_of(gateway, "alice") as alice:
             assert alice.range(5).count() == 5
@@ -163,6 +177,13 @@ def test_an_idle_engine_stops_and_the_next_call_starts_a_new_one(tmp_path: Path)
             second = gateway.engines.pids()["alice"]
         assert second != first
         assert gateway.engines.starts == 2
+        metrics = _scraped(gateway)
+        assert metrics[("connect_plugin_engine_starts_total", ())] == 2
+        assert metrics[("connect_plugin_engine_stops_total", (("reason", "idle"),))] == 1
+        assert metrics[("connect_plugin_engines", (("state", "running"),))] == 1
+        assert metrics[("connect_plugin_engines", (("state", "starting"),))] == 0
+        assert metrics[("connect_plugin_engine_start_duration_seconds_count", ())] == 2
+        assert not any("alice" in str(labels) for _, labels in metrics)
 
 
 def test_an_engine_holding_temp_tables_is_not_idle(tmp_path: Path) -> None:
@@ -198,3 +219,81 @@ def test_an_owner_named_in_engines_goes_to_that_server_and_no_engine_starts_for_
         finally:
             attached.client.close()
         assert "on_static" in views
+
+
+def test_a_killed_engine_ends_its_sessions_cleanly_and_the_other_users_go_on(
+    tmp_path: Path,
+) -> None:
+    with (
+        engines_gateway(tmp_path) as gateway,
+        session_of(gateway, "alice") as alice,
+        session_of(gateway, "bob") as bob,
+    ):
+        assert gateway.engines is not None
+        assert gateway.sessions is not None
+        alice.sql("CREATE TEMPORARY TABLE lost AS SELECT id FROM range(5)")
+        bob.sql("CREATE TEMPORARY TABLE kept AS SELECT id FROM range(6)")
+        alices_folder = tmp_path / "workspace" / alice.client._session_id
+        assert any(alices_folder.iterdir())
+        victim = gateway.engines.pids()["alice"]
+        bobs = gateway.engines.pids()["bob"]
+
+        stop = threading.Event()
+        counts: list[int] = []
+        errors: list[BaseException] = []
+
+        def bob_queries() -> None:
+            while not stop.is_set():
+                try:
+                    counts.append(bob.table("kept").count())
+                except BaseException as exc:
+                    errors.append(exc)
+                    return
+
+        runner = threading.Thread(target=bob_queries)
+        runner.start()
+        try:
+            os.kill(victim, signal.SIGKILL)
+            deadline = time.monotonic() + IDLE_WAIT_S
+            while gateway.engines.stops.get("exited") != 1 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            while gateway.sessions.find("alice", alice.client._session_id) is not None:
+                assert time.monotonic() < deadline, "alice's session was not ended"
+                time.sleep(0.2)
+            time.sleep(1.0)
+        finally:
+            stop.set()
+            runner.join()
+        assert errors == []
+        assert counts
+        assert set(counts) == {6}
+        assert not alices_folder.exists()
+        assert gateway.engines.pids() == {"bob": bobs}
+        with pytest.raises(PySparkException) as closed:
+            alice.table("lost").count()
+        text = str(closed.value)
+        assert "CONNECT_PLUGIN.SESSION_CLOSED" in text
+        assert f"(pid {victim}) exited" in text
+        with session_of(gateway, "alice") as again:
+            assert again.range(4).count() == 4
+            assert gateway.engines.pids()["alice"] != victim
+        assert bob.table("kept").count() == 6
+
+
+def test_a_gateway_restart_stops_its_engines_and_the_next_one_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    with engines_gateway(tmp_path) as gateway, session_of(gateway, "alice") as alice:
+        alice.sql("CREATE TEMPORARY TABLE before_restart AS SELECT id FROM range(3)")
+        session_id = alice.client._session_id
+        assert gateway.engines is not None
+        first = gateway.engines.pids()["alice"]
+        gateway.stop()
+        assert not _alive(first)
+    with engines_gateway(tmp_path) as gateway:
+        assert gateway.sessions is not None
+        assert gateway.sessions.find("alice", session_id) is None
+        assert not (tmp_path / "workspace" / session_id).exists()
+        with session_of(gateway, "alice") as alice:
+            assert alice.sql("SHOW TEMPORARY TABLES").count() == 0
+            assert alice.range(2).count() == 2
