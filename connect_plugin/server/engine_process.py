@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import signal
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,7 +72,7 @@ class LocalEngine:
         self._warm_up = config.warm_up
         self._timeout_s = config.upstream_start_timeout_s
         self.start_s = 0.0
-        """How long the start took, warm-up included (0 until it started)."""
+        """How long the start took, until the JVM answered (0 until it started)."""
 
     @property
     def url(self) -> UpstreamUrl:
@@ -87,17 +88,24 @@ class LocalEngine:
         return self._server.running
 
     def start(self) -> None:
-        """Start the JVM and, with ``warm_up``, run one scan on it (blocks until ready)."""
+        """Start the JVM (blocks until it answers); with ``warm_up``, then run one scan on it
+        on a thread of its own, beside the owner's first calls, which do not wait for it."""
         started = time.monotonic()
         self._server.start(timeout=self._timeout_s)
-        if self._warm_up:
-            from connect_plugin.spark_processes.warm_up import warm_up
-
-            try:
-                warm_up(self._server.client_address)
-            except Exception:
-                log.exception("warming up a new engine failed; it serves without")
         self.start_s = time.monotonic() - started
+        if self._warm_up:
+            threading.Thread(
+                target=self._warm, name="connect-plugin-engine-warm-up", daemon=True
+            ).start()
+
+    def _warm(self) -> None:
+        from connect_plugin.spark_processes.warm_up import warm_up
+
+        try:
+            warm_up(self._server.client_address)
+        except Exception as exc:
+            if self.running:
+                log.warning("warming up the engine of %r failed: %s", self.owner, exc)
 
     def stop(self) -> None:
         """Stop the JVM and everything it started (its process group, its fork server)."""
