@@ -1,14 +1,15 @@
 """Run every benchmark, or those named.
 
-    python -m benchmarks [gateway] [gateway_profile] [loader] [temp_tables] [dml] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster]
+    python -m benchmarks [gateway] [gateway_profile] [loader] [temp_tables] [dml] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster] [engines]
     python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [pruning] [temp_tables] [dml]
 
 ``--remote`` measures the scan and temp-table benchmarks through a running
 gateway instead of the embedded stack (see ``benchmarks.server``);
 ``--json FILE`` also writes their figures there. ``cluster`` (root, iproute2)
 brings up a standalone cluster in network namespaces and runs them on one
-and two workers beside the embedded stack; it runs only when named, as does
-``gateway_profile`` (py-spy's profile of the gateway under 8 clients).
+and two workers beside the embedded stack; it runs only when named, as do
+``gateway_profile`` (py-spy's profile of the gateway under 8 clients) and
+``engines`` (share level ``user``: cold engines, memory, eight users).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ BENCHMARKS = {
     "rejects": "benchmarks.rejects_bench",
     "first_scan": "benchmarks.first_scan_bench",
     "cluster": "benchmarks.cluster_bench",
+    "engines": "benchmarks.engines_bench",
 }
 ON_ANY_SERVER = ("temp_tables", "dml", "scan", "pruning")
 """The benchmarks that take a server (``--remote``) and return their figures."""
-ONLY_WHEN_NAMED = ("cluster", "gateway_profile")
+ONLY_WHEN_NAMED = ("cluster", "gateway_profile", "engines")
 
 
 def _parser() -> argparse.ArgumentParser:
