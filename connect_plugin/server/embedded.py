@@ -295,6 +295,9 @@ class EmbeddedSparkConnect:
         process, self._process = self._process, None
         archiving, self._archive_use = self._archive_use, None
         if process is None or process.poll() is not None:
+            if process is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
             if archiving is not None:
                 archiving.finish(stopped_cleanly=False)
             return

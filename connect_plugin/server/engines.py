@@ -341,6 +341,8 @@ class Engines:
                 if stopping.done():
                     self._stopping.discard(stopping)
                     self._processes.discard(process)
+        if process is None:
+            return
         self.stops[reason] = self.stops.get(reason, 0) + 1
         if self.listener is not None:
             self.listener.engine_stopped(reason)

@@ -78,6 +78,19 @@ def session_of(gateway: Gateway, user: str) -> Iterator[SparkSession]:
         spark.stop()
 
 
+def _group(pgid: int) -> set[int]:
+    """The processes of process group ``pgid`` (an engine's JVM and what it started)."""
+    members = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    members.add(int(entry.name))
+            except OSError:
+                continue
+    return members
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -265,6 +278,7 @@ def test_a_killed_engine_ends_its_sessions_cleanly_and_the_other_users_go_on(
             stop.set()
             runner.join()
         assert errors == []
+        assert _group(victim) == set()
         assert counts
         assert set(counts) == {6}
         assert not alices_folder.exists()
