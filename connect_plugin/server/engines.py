@@ -182,7 +182,7 @@ class Engines:
         if not seen:
             return
         releasing = request is not None and request.DESCRIPTOR.name == "ReleaseSessionRequest"
-        reason = self._ended.pop(seen[0]) if releasing else self._ended.get(seen[0])
+        reason = self._ended.pop(seen[0], None) if releasing else self._ended.get(seen[0])
         if reason is not None and not releasing:
             raise SessionClosed(
                 f"session {seen[0][1]} was closed: {reason}; its temporary tables are gone. "

@@ -29,6 +29,8 @@ from tests.integration.support import TEST_SPARK_CONF, Upstream, spark_connect_s
 TOKENS = {user: f"{user}-{secrets.token_urlsafe(24)}" for user in ("alice", "bob", "carol")}
 ENGINE_MEMORY = "512m"
 IDLE_WAIT_S = 60.0
+GROUP_EXIT_S = 10.0
+"""How long killed processes may take to be gone from ``/proc`` (reaped by init)."""
 
 
 def _tokens_file(folder: Path, groups: dict[str, str]) -> Path:
@@ -121,6 +123,8 @@ def test_two_users_get_two_engines_and_their_same_named_tables_differ(tmp_path: 
         assert "only_alices" not in {t.name for t in bob.catalog.listTables()}
         alice.sql("DROP TABLE t")
         assert bob.table("t").count() == 5
+        bob.client.release_session()
+        alice.client.release_session()
 
 
 def test_group_members_share_their_groups_engine_and_a_user_in_no_group_is_refused(
@@ -278,6 +282,9 @@ def test_a_killed_engine_ends_its_sessions_cleanly_and_the_other_users_go_on(
             stop.set()
             runner.join()
         assert errors == []
+        group_deadline = time.monotonic() + GROUP_EXIT_S
+        while _group(victim) and time.monotonic() < group_deadline:
+            time.sleep(0.2)
         assert _group(victim) == set()
         assert counts
         assert set(counts) == {6}
@@ -297,13 +304,21 @@ def test_a_killed_engine_ends_its_sessions_cleanly_and_the_other_users_go_on(
 def test_a_gateway_restart_stops_its_engines_and_the_next_one_starts_afresh(
     tmp_path: Path,
 ) -> None:
-    with engines_gateway(tmp_path) as gateway, session_of(gateway, "alice") as alice:
-        alice.sql("CREATE TEMPORARY TABLE before_restart AS SELECT id FROM range(3)")
-        session_id = alice.client._session_id
-        assert gateway.engines is not None
-        first = gateway.engines.pids()["alice"]
-        gateway.stop()
-        assert not _alive(first)
+    with engines_gateway(tmp_path) as gateway:
+        alice = SparkSession.builder.remote(
+            f"sc://localhost:{gateway.port}/;token={TOKENS['alice']}"
+        ).create()
+        try:
+            alice.sql("CREATE TEMPORARY TABLE before_restart AS SELECT id FROM range(3)")
+            session_id = alice.client._session_id
+            assert gateway.engines is not None
+            first = gateway.engines.pids()["alice"]
+            gateway.stop()
+            assert not _alive(first)
+        finally:
+            # The session outlives its gateway: closed without a release, which would wait
+            # for the stopped gateway through pyspark's retries.
+            alice.client.close()
     with engines_gateway(tmp_path) as gateway:
         assert gateway.sessions is not None
         assert gateway.sessions.find("alice", session_id) is None
