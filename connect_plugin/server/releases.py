@@ -25,7 +25,12 @@ the gateway. A ``release_until`` that arrives after the ``release_all`` of
 its operation (the client sends them from a pool of threads) is answered
 too: Spark ignores those. A release of an operation the gateway does not
 relay (of another user or session, unknown, or named with a server-side
-session that is not the operation's) goes to Spark, which answers it.
+session that is not the operation's) goes to Spark, which answers it. The
+gateway reads no response's id (that would decode every response, batches
+of rows included), so a ``release_until`` naming an id its operation never
+sent is answered too, where Spark answers ``INVALID_CURSOR.POSITION_NOT_FOUND``;
+the clients send only ids they read, and log a failed release without
+acting on it.
 """
 
 from __future__ import annotations
