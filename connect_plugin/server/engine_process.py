@@ -24,13 +24,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from connect_plugin.config import Config
-from connect_plugin.server.embedded import EmbeddedSparkConnect
+from connect_plugin.server.embedded import SERVER_CLASS, EmbeddedSparkConnect
 from connect_plugin.spark_processes.class_archive import default_folder
 from connect_plugin.upstream_url import UpstreamUrl, parse_upstream
 
 log = logging.getLogger(__name__)
 
 ENGINES_FOLDER = "engines"
+GATEWAY_SETTING = "spark.connect_plugin.gateway"
+"""The Spark setting that names, on an engine's command line, the gateway that started it
+(``process_mark``)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _SHOWN_CHARACTERS = 32
 
@@ -57,7 +60,11 @@ class LocalEngine:
         engine's memory is set over both); ``jvm_options``: added to the JVM's own."""
         self.owner = owner
         self.folder = engine_folder(config.state_dir, owner)
-        conf = {**(extra_conf or {}), "spark.driver.memory": config.engine_driver_memory}
+        conf = {
+            **(extra_conf or {}),
+            "spark.driver.memory": config.engine_driver_memory,
+            GATEWAY_SETTING: process_mark(),
+        }
         self._server = EmbeddedSparkConnect(
             conf_dir=config.conf_dir,
             host="127.0.0.1",
@@ -112,25 +119,44 @@ class LocalEngine:
         self._server.stop()
 
 
+def process_mark(pid: int | None = None, proc: Path = Path("/proc")) -> str:
+    """``pid:start`` of a process (this one by default): its pid and its start time, which
+    tell it apart from a later process given the same pid."""
+    pid = os.getpid() if pid is None else pid
+    start = (proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[19]
+    return f"{pid}:{start}"
+
+
+def _alive(mark: str, proc: Path) -> bool:
+    pid, _, _ = mark.partition(":")
+    try:
+        return pid.isdigit() and process_mark(int(pid), proc) == mark
+    except (OSError, IndexError):
+        return False
+
+
 def stop_strays(state_dir: Path, proc: Path = Path("/proc")) -> list[int]:
-    """Kill the engines a gateway with this state folder left when it died (its process
-    groups); the pids killed. An engine whose parent is still a Python process belongs to a
-    gateway that runs, and stays."""
+    """Kill the engines a gateway with this state folder left when it died (their process
+    groups); the pids killed. Each engine names its gateway (``GATEWAY_SETTING``): one whose
+    gateway still runs stays."""
     marker = str(state_dir / ENGINES_FOLDER).encode() + b"/"
+    setting = f"{GATEWAY_SETTING}=".encode()
     killed = []
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            command = (entry / "cmdline").read_bytes()
-            if b"SparkConnectServer" not in command or marker not in command:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            if not any(SERVER_CLASS.encode() == w for w in words) or not any(
+                marker in w for w in words
+            ):
                 continue
-            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-            if (proc / parent / "comm").read_text().startswith("python"):
+            marks = [w[len(setting) :].decode() for w in words if w.startswith(setting)]
+            if marks and _alive(marks[0], proc):
                 continue
             pid = int(entry.name)
             group = os.getpgid(pid)
-        except (OSError, IndexError, ValueError):
+        except (OSError, ValueError):
             continue
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)

@@ -22,8 +22,8 @@ session it held ends with it: the gateway's state of each goes (``lost``:
 temporary tables unlisted, their files deleted), and each later call of
 such a session is refused with ``SessionClosed`` naming the cause, until
 the client releases it; the owner's next new session starts a new engine.
-A gateway that starts stops the engines a previous run of it left behind
-(``strays``): their tokens went with that run.
+A gateway that starts stops the engines a gateway with its state folder left
+behind when it died (``stop_strays``): their tokens went with it.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -23,6 +25,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from connect_plugin.config import Config
+from connect_plugin.server.engine_process import GATEWAY_SETTING, process_mark, stop_strays
 from connect_plugin.server.gateway import Gateway, serve
 from tests.integration.support import TEST_SPARK_CONF, Upstream, spark_connect_server_pids
 
@@ -118,6 +121,10 @@ def test_two_users_get_two_engines_and_their_same_named_tables_differ(tmp_path: 
         assert set(pids) == {"alice", "bob"}
         assert pids["alice"] != pids["bob"]
         assert set(pids.values()) <= spark_connect_server_pids(str(tmp_path))
+        # Each engine names its gateway, so a next gateway tells strays from these.
+        words = Path(f"/proc/{pids['alice']}/cmdline").read_bytes().split(b"\0")
+        assert f"{GATEWAY_SETTING}={process_mark()}".encode() in words
+        assert stop_strays(tmp_path / "state") == []
         # Spark state is each engine's own: a view of alice's is nowhere in bob's Spark.
         alice.range(1).createOrReplaceTempView("only_alices")
         assert "only_alices" not in {t.name for t in bob.catalog.listTables()}
@@ -326,3 +333,44 @@ def test_a_gateway_restart_stops_its_engines_and_the_next_one_starts_afresh(
         with session_of(gateway, "alice") as alice:
             assert alice.sql("SHOW TEMPORARY TABLES").count() == 0
             assert alice.range(2).count() == 2
+
+
+def test_engines_of_a_gateway_killed_outright_are_stopped_by_the_next_one(
+    tmp_path: Path,
+) -> None:
+    command = [
+        sys.executable, "-m", "connect_plugin.cli", "serve", "--local",
+        "--share-level", "user", "--auth-tokens", str(_tokens_file(tmp_path, {})),
+        "--port", "0", "--workspace", str(tmp_path / "workspace"),
+        "--state-dir", str(tmp_path / "state"), "--no-warm-up", "--no-class-archive",
+        "--engine-memory", ENGINE_MEMORY,
+    ]  # fmt: skip
+    with (tmp_path / "gateway.log").open("w") as log:
+        killed = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True
+        )
+    try:
+        assert killed.stdout is not None
+        ready = killed.stdout.readline()
+        port = int(ready.rsplit(":", 1)[1])
+        alice = SparkSession.builder.remote(
+            f"sc://localhost:{port}/;token={TOKENS['alice']}"
+        ).create()
+        try:
+            assert alice.range(3).count() == 3
+        finally:
+            alice.client.close()
+        (left,) = spark_connect_server_pids(str(tmp_path))
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+        if killed.stdout is not None:
+            killed.stdout.close()
+    assert _alive(left)
+    with engines_gateway(tmp_path) as gateway:
+        assert gateway.engines is not None
+        assert gateway.engines.strays == [left]
+        deadline = time.monotonic() + GROUP_EXIT_S
+        while _alive(left) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(left)
