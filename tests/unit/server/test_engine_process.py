@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,14 +34,16 @@ def test_every_owner_gets_a_folder_of_its_own_under_the_state_folder(tmp_path: P
 
 
 def _pids_mentioning(marker: str) -> set[int]:
+    """The processes standing in for engines (not the ``setsid`` or shell starting one)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.add(int(entry.name))
+                words = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
+            if words[:2] == [sys.executable.encode(), b"-c"] and marker.encode() in words:
+                found.add(int(entry.name))
     return found
 
 
@@ -48,17 +51,16 @@ def test_an_engine_whose_gateway_died_is_stopped_and_a_running_gateways_stays(
     tmp_path: Path,
 ) -> None:
     marker = f"{tmp_path / ENGINES_FOLDER}/engine-x/"
-    script = "sleep 300; true"
-    # A stand-in for the engine of a gateway that runs (this process)...
+    # Stand-ins for engines: a process that never forks, whose command line names the
+    # server class, the state folder and the gateway that started it...
+    stand_in = [sys.executable, "-c", "import time; time.sleep(300)", SERVER_CLASS, marker]
+    # ...this process, which runs...
     kept = subprocess.Popen(
-        ["sh", "-c", script, SERVER_CLASS, marker, f"{GATEWAY_SETTING}={process_mark()}"],
-        start_new_session=True,
+        [*stand_in, f"{GATEWAY_SETTING}={process_mark()}"], start_new_session=True
     )
-    # ...and one of a gateway that is gone (this process's pid, another start time).
-    gone = f"{GATEWAY_SETTING}={os.getpid()}:1"
-    subprocess.run(
-        ["sh", "-c", f"setsid sh -c '{script}' {SERVER_CLASS} {marker} {gone} &"], check=True
-    )
+    # ...or one that is gone (this process's pid, another start time), its engine an orphan.
+    gone = [*stand_in, f"{GATEWAY_SETTING}={os.getpid()}:1"]
+    subprocess.run(["sh", "-c", 'setsid "$@" &', "sh", *gone], check=True)
     try:
         deadline = time.monotonic() + GONE_WITHIN_S
         while len(_pids_mentioning(marker)) < 2 and time.monotonic() < deadline:
