@@ -96,6 +96,12 @@ def _group(pgid: int) -> set[int]:
     return members
 
 
+def _module(folder: Path) -> Path:
+    path = folder / "engine_artifact.py"
+    path.write_text("VALUE = 1\n")
+    return path
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -147,6 +153,21 @@ def test_group_members_share_their_groups_engine_and_a_user_in_no_group_is_refus
         assert carol.range(4).count() == 4
         assert gateway.engines is not None
         assert set(gateway.engines.pids()) == {"analysts"}
+        # A result over the engine's stream size is reattached to, through the gateway.
+        rows = alice.range(100_000).selectExpr("id", "repeat('x', 40) AS pad").collect()
+        assert len(rows) == 100_000
+        assert gateway.calls("ReattachExecute") > 0
+        alice.sql("CREATE TEMPORARY TABLE cloned AS SELECT id FROM range(6)")
+        clone = alice.cloneSession()
+        try:
+            assert clone.table("cloned").count() == 6
+            clone.addArtifacts(str(_module(tmp_path)), pyfile=True)
+            assert clone.range(1).selectExpr("id + 1").collect()[0][0] == 1
+            assert gateway.calls("AddArtifacts") > 0
+            assert gateway.calls("CloneSession") == 1
+        finally:
+            clone.stop()
+        assert alice.table("cloned").count() == 6
         with session_of(gateway, "bob") as bob, pytest.raises(PySparkException) as refused:
             bob.range(1).collect()
         text = str(refused.value)
