@@ -2,27 +2,23 @@
 
 ``tests/scan_differential`` draws the cases the differential runs; each edge
 below is a predicate on a drawn ``Case``, and ``SEEDS`` the seed of the random
-source from which hypothesis, drawing at most ``MAX_EXAMPLES`` cases without
-shrinking, draws a case that has it soonest. A change to the generator that
+source from which hypothesis, drawing at most ``MAX_EXAMPLES`` cases
+(``tests/generator_reach.py``) without shrinking, draws a case that has it soonest. A change to the generator that
 loses an edge fails here, naming it; one that moves the draws needs new seeds
 (``python -m tests.unit.scanning.test_scan_generator_reach`` finds them).
 """
 
 from __future__ import annotations
 
-import random
 import sys
 from collections.abc import Callable
 
 import pytest
-from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
+from tests.generator_reach import first_reaching
 from tests.scan_differential.datasets import BIG, SHADOWING, SMALL_SAMPLE, DataFile, DataSet
 from tests.scan_differential.queries import Case, Change, SelfJoin, Union, cases
-
-MAX_EXAMPLES = 300
-"""Cases drawn per seed before the search gives up on it."""
 
 
 def _files(case: Case) -> tuple[DataFile, ...]:
@@ -187,18 +183,7 @@ SEEDS: dict[str, int] = {
 
 
 def _search(predicate: Callable[[Case], bool], seed: int) -> Case:
-    return find(
-        cases(),
-        predicate,
-        settings=settings(
-            max_examples=MAX_EXAMPLES,
-            phases=[Phase.generate],
-            database=None,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        ),
-        random=random.Random(seed),
-    )
+    return first_reaching(cases(), predicate, seed)
 
 
 @pytest.mark.parametrize("edge", list(EDGES))

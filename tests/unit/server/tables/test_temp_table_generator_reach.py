@@ -5,7 +5,8 @@ sequences (``dml_sequences``) and the round-trip property's tables
 (``roundtrip_data``); each edge below is a predicate on a drawn sequence or
 table, and ``SEEDS`` the seed of the random source from which hypothesis,
 drawing without shrinking, reaches it soonest (the edges given one seed
-share its draws, at most ``MAX_EXAMPLES``). A sequence is replayed in DuckDB
+share its draws, at most ``MAX_EXAMPLES`` of ``tests/generator_reach.py``). A
+sequence is replayed in DuckDB
 (the differential's reference, no Spark) to know what each statement meets:
 an empty version of a partitioned table, a refusal for a row orc cannot
 hold. A change to a generator that loses an edge fails here, naming it; one
@@ -18,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
-import random
 import zoneinfo
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
@@ -27,7 +27,6 @@ from unittest import mock
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from hypothesis.internal.conjecture import providers
@@ -44,6 +43,7 @@ from pyspark.sql.types import (
     TimeType,
 )
 
+from tests.generator_reach import first_reaching
 from tests.integration.temp_tables.dml_sequences import (
     FORMATS,
     KEYS,
@@ -63,9 +63,6 @@ from tests.integration.temp_tables.roundtrip_data import (
     Table,
     tables,
 )
-
-MAX_EXAMPLES = 300
-"""Draws per seed before the search gives up on it."""
 
 
 @dataclass(frozen=True)
@@ -382,18 +379,7 @@ def _own_constants() -> Iterator[None]:
 
 def _search(strategy: st.SearchStrategy[Any], predicate: Callable[[Any], bool], seed: int) -> Any:
     with _own_constants():
-        return find(
-            strategy,
-            predicate,
-            settings=settings(
-                max_examples=MAX_EXAMPLES,
-                phases=[Phase.generate],
-                database=None,
-                deadline=None,
-                suppress_health_check=list(HealthCheck),
-            ),
-            random=random.Random(seed),
-        )
+        return first_reaching(strategy, predicate, seed)
 
 
 def first_draws(kind: str, seed: int, wanted: Collection[str]) -> dict[str, int]:
