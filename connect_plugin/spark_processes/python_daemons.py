@@ -124,6 +124,16 @@ def _standard_input(process: Path) -> str | None:
     return reads if reads.startswith("pipe:") else None
 
 
+def descendants(ancestor: int, proc: Path = Path("/proc")) -> list[int]:
+    """The pids of every process descending from ``ancestor`` (from ``/proc``)."""
+    parents = {}
+    for pid, status, _ in _processes(proc):
+        parent = _field(status, b"PPid:")
+        if parent is not None:
+            parents[pid] = parent
+    return [pid for pid in parents if _descends(pid, ancestor, parents)]
+
+
 def _reaped(process: Path) -> tuple[int, ...] | None:
     """A process's reaped children's minor faults, user and system ticks (``cminflt``,
     ``cutime``, ``cstime`` of ``/proc/<pid>/stat``)."""

@@ -11,6 +11,7 @@ needs one again.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ import pytest
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import connect_plugin
-from connect_plugin.spark_processes.python_daemons import IdleDaemons, daemons
+from connect_plugin.spark_processes.python_daemons import IdleDaemons, daemons, descendants
 from tests.integration.support import Upstream, embedded_jvm, json_parts, new_session, serving
 
 SESSIONS = 30
@@ -34,26 +35,10 @@ def _python_memory(jvm: int) -> int:
     """The resident bytes of the processes the Spark JVM started (its Python worker daemons,
     their workers, the fork server), not the JVM: the machine's used memory also counts the
     other test worker's Spark and sessions, which come and go meanwhile."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat[stat.rfind(")") + 2 :].split()[1])
     total = 0
-    for pid in parents:
-        ancestor = parents.get(pid)
-        seen = set()
-        while ancestor is not None and ancestor != jvm and ancestor not in seen:
-            seen.add(ancestor)
-            ancestor = parents.get(ancestor)
-        if ancestor == jvm:
-            try:
-                total += _resident(pid)
-            except (OSError, AssertionError):
-                continue
+    for pid in descendants(jvm):
+        with contextlib.suppress(OSError, AssertionError):
+            total += _resident(pid)
     return total
 
 
