@@ -70,8 +70,9 @@ from connect_plugin.server.tables.table_handlers import (
 )
 from connect_plugin.server.transport.auth import TokenAuthenticator
 from connect_plugin.server.transport.channels import server_options, upstream_channel
-from connect_plugin.server.transport.forwarding import SERVICE_NAME, Forwarder, plan_methods
+from connect_plugin.server.transport.forwarding import Forwarder
 from connect_plugin.server.transport.interception import Refusal
+from connect_plugin.server.transport.service import SERVICE_NAME, plan_methods
 from connect_plugin.server.transport.upstream import Upstream
 from connect_plugin.server.transport.upstream_token import UpstreamToken
 

@@ -35,8 +35,8 @@ from connect_plugin.server.statements.config_guard import ConfigGuard
 from connect_plugin.server.statements.dispatch import Dispatcher
 from connect_plugin.server.statements.handlers import Call, HandlerRegistry
 from connect_plugin.server.table_files.views import uncache
-from connect_plugin.server.transport.forwarding import forwardable_metadata
 from connect_plugin.server.transport.interception import Interception
+from connect_plugin.server.transport.service import forwardable_metadata
 from connect_plugin.server.transport.spark_status import scan_error_details
 from connect_plugin.server.transport.upstream import SessionContext, Upstream
 

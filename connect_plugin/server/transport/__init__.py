@@ -2,8 +2,10 @@
 
 Owns the channels' settings (``channels``), who is calling (``auth``) and
 Spark's token (``upstream_token``), which client sent a request
-(``clients``), forwarding every RPC upstream (``forwarding``, with the
-accumulators kept from the Scala client, ``observed_metrics``), what the
+(``clients``), the service's methods as its descriptor gives them
+(``service``), forwarding every RPC upstream (``forwarding``, as the
+authenticated user, ``as_user``, with the accumulators kept from the Scala
+client, ``observed_metrics``), what the
 gateway's hooks and observers tell the forwarder (``interception``) and
 decoding the plans in a request (``plans``); on the upstream side, the work
 the gateway does in a user's Spark session (``upstream``) and whether the

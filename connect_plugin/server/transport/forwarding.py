@@ -10,9 +10,11 @@ accumulator metrics for the Scala client, which cannot read them
 (``observed_metrics``). With metrics on, the results of a request that held a
 scan have their plan metrics read, and only those (``scan_rows``). What the
 gateway's hooks and observers give and hear is theirs to say
-(``interception``). With a ``route``, each call goes to the channel its
-user's route gives (the engine of a share level), awaited before the hooks
-see the call, so a call waits while its engine starts.
+(``interception``); what the service is, method by method, is ``service``'s;
+requests go on as the authenticated user's (``as_user``). With a ``route``,
+each call goes to the channel its user's route gives (the engine of a share
+level), awaited before the hooks see the call, so a call waits while its
+engine starts.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ import asyncio
 import collections
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NoReturn
 
 import grpc
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
+from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import DecodeError, Message
-from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.connect.proto import base_pb2
 
 from connect_plugin.errors import ConnectPluginError, PlanError
+from connect_plugin.server.transport.as_user import UNDECODABLE, ReassignedChunks, assign_user
 from connect_plugin.server.transport.clients import is_scala_client
 from connect_plugin.server.transport.interception import (
     Admission,
@@ -46,69 +48,25 @@ from connect_plugin.server.transport.observed_metrics import (
     without_python_accumulators,
 )
 from connect_plugin.server.transport.plans import decode as decode_request
+from connect_plugin.server.transport.service import (
+    SERVICE,
+    SERVICE_NAME,
+    UpstreamMethod,
+    call_kind,
+    forwardable_metadata,
+    message_class,
+)
 from connect_plugin.server.transport.spark_status import Status, relay
 from connect_plugin.server.transport.status import abort_with
 
 log = logging.getLogger(__name__)
 
-SERVICE = base_pb2.DESCRIPTOR.services_by_name["SparkConnectService"]
-SERVICE_NAME = SERVICE.full_name
-
-_HOP_BY_HOP_METADATA = frozenset(
-    ("user-agent", "te", "content-type", "grpc-accept-encoding", "authorization")
-)
-"""Never forwarded: the transport's own headers, and the client's credentials for the gateway
-(the upstream's, if any, come from the gateway's channel)."""
 _UNCHECKED_RESPONSES = frozenset(("ReleaseSession", "CloneSession"))
 """Methods whose responses may name a server-side session other than the request's own."""
-
-UNDECODABLE = "the request cannot be decoded as a Spark Connect message"
 
 Route = Callable[[str | None, Message | None], Awaitable[grpc.aio.Channel]]
 """The channel of a call, given its authenticated user (None: unauthenticated) and its
 decoded request (None: not decoded); raises a ``ConnectPluginError`` to refuse the call."""
-_CALL_KINDS = {
-    (False, False): "unary_unary",
-    (False, True): "unary_stream",
-    (True, False): "stream_unary",
-    (True, True): "stream_stream",
-}
-
-
-def plan_methods() -> tuple[str, ...]:
-    """The service methods whose requests can hold a plan (and so plugin messages)."""
-    return tuple(
-        method.name
-        for method in SERVICE.methods
-        if not method.client_streaming and _holds_plan(method.input_type)
-    )
-
-
-def _holds_plan(descriptor: Descriptor, seen: set[str] | None = None) -> bool:
-    """Whether messages of this type can contain a ``spark.connect.Plan``."""
-    seen = set() if seen is None else seen
-    if descriptor.full_name == "spark.connect.Plan":
-        return True
-    if descriptor.full_name in seen:
-        return False
-    seen.add(descriptor.full_name)
-    return any(
-        field.type == FieldDescriptor.TYPE_MESSAGE and _holds_plan(field.message_type, seen)
-        for field in descriptor.fields
-    )
-
-
-def forwardable_metadata(
-    metadata: Sequence[tuple[str, str | bytes]] | None,
-) -> tuple[tuple[str, str | bytes], ...]:
-    """Client metadata minus the transport's own headers."""
-    if not metadata:
-        return ()
-    return tuple(
-        (key, value)
-        for key, value in metadata
-        if key not in _HOP_BY_HOP_METADATA and not key.startswith((":", "grpc-"))
-    )
 
 
 class Forwarder:
@@ -151,16 +109,16 @@ class Forwarder:
         watched = self._observer is not None
         checked = watched or self._admit is not None or self._authenticate is not None
         if (method.name in self._hooks or checked) and not method.client_streaming:
-            decode = _message_class(method.input_type)
-        chunk_type = _message_class(method.input_type) if method.client_streaming else None
+            decode = message_class(method.input_type)
+        chunk_type = message_class(method.input_type) if method.client_streaming else None
         if (
             watched
             and method.name not in _UNCHECKED_RESPONSES
             and "server_side_session_id" in method.output_type.fields_by_name
         ):
-            self._responses[method.name] = _message_class(method.output_type)
-        kind = _CALL_KINDS[(method.client_streaming, method.server_streaming)]
-        make_call = _Upstream(path, kind, self._channel)
+            self._responses[method.name] = message_class(method.output_type)
+        kind = call_kind(method)
+        make_call = UpstreamMethod(path, kind, self._channel)
         if method.server_streaming:
             forward_stream = self._streaming(method.name, make_call, decode)
             if method.client_streaming:
@@ -207,7 +165,7 @@ class Forwarder:
             # the upstream says what is wrong with it (or that it is too deep)
             return None, None, user, False
         if user is not None:
-            _assign_user(message, user)
+            assign_user(message, user)
         if self._admit is not None:
             try:
                 admitted = self._admit(message)
@@ -275,7 +233,12 @@ class Forwarder:
             await abort_with(exc, context, message)
 
     async def _routed(
-        self, upstream: _Upstream, name: str, user: str | None, message: Message | None, context: Any
+        self,
+        upstream: UpstreamMethod,
+        name: str,
+        user: str | None,
+        message: Message | None,
+        context: Any,
     ) -> Callable[..., Any]:
         """The upstream call's callable: on the fixed channel, or on the user's route (whose
         refusal ends the call)."""
@@ -322,7 +285,7 @@ class Forwarder:
     def _single(
         self,
         name: str,
-        upstream: _Upstream,
+        upstream: UpstreamMethod,
         decode: type[Message] | None,
         chunk_type: type[Message] | None,
     ) -> Callable[[Any, Any], Awaitable[bytes]]:
@@ -348,7 +311,7 @@ class Forwarder:
             self.calls[name] += 1
             message, key, user, hooked = await self._begin(name, decode, request, context)
             if chunk_type is not None and user is not None:
-                chunks = _ReassignedChunks(request, chunk_type, user)
+                chunks = ReassignedChunks(request, chunk_type, user)
                 try:
                     return await forward_call(chunks, None, False, key, user, context)
                 except asyncio.CancelledError:
@@ -365,7 +328,11 @@ class Forwarder:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, hooked: bool, key: Any, user: str | None,
+            request: Any,
+            message: Message | None,
+            hooked: bool,
+            key: Any,
+            user: str | None,
             context: Any,
         ) -> bytes:
             routed = await self._routed(upstream, name, user, message, context)
@@ -395,7 +362,7 @@ class Forwarder:
         return forward
 
     def _streaming(
-        self, name: str, upstream: _Upstream, decode: type[Message] | None
+        self, name: str, upstream: UpstreamMethod, decode: type[Message] | None
     ) -> Callable[[Any, Any], AsyncIterator[bytes]]:
         """Forwarder for RPCs with a response stream, relayed message by message."""
         results = name in RESULT_METHODS
@@ -431,7 +398,11 @@ class Forwarder:
                 self._end(key)
 
         async def forward_call(
-            request: Any, message: Message | None, hooked: bool, key: Any, user: str | None,
+            request: Any,
+            message: Message | None,
+            hooked: bool,
+            key: Any,
+            user: str | None,
             context: Any,
         ) -> AsyncIterator[bytes]:
             routed = await self._routed(upstream, name, user, message, context)
@@ -500,26 +471,6 @@ class Forwarder:
         return forward
 
 
-class _Upstream:
-    """One method's upstream callable: on the fixed channel, or made per routed channel."""
-
-    def __init__(self, path: str, kind: str, channel: grpc.aio.Channel | None) -> None:
-        self._path = path
-        self._kind = kind
-        self._fixed = None if channel is None else getattr(channel, kind)(path)
-
-    @property
-    def fixed(self) -> Callable[..., Any]:
-        if self._fixed is None:
-            raise ConnectPluginError("the gateway has no upstream channel and no route")
-        fixed: Callable[..., Any] = self._fixed
-        return fixed
-
-    def on(self, channel: grpc.aio.Channel) -> Callable[..., Any]:
-        made: Callable[..., Any] = getattr(channel, self._kind)(self._path)
-        return made
-
-
 def _completes(last: bytes | None) -> bool:
     """Whether an execution's stream ended with its ``ResultComplete``: Spark also ends the
     stream of a reattachable execution that goes on, for the client to reattach to it."""
@@ -550,40 +501,3 @@ def _status_code(context: Any, failure: BaseException | None) -> str:
     if isinstance(code, int) and code:
         return next((str(c.name) for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
     return "UNKNOWN"
-
-
-def _assign_user(message: Message, user_id: str) -> None:
-    """Make ``user_id`` the request's user, whatever the client claimed."""
-    if "user_context" in message.DESCRIPTOR.fields_by_name:
-        message.user_context.user_id = user_id  # type: ignore[attr-defined]
-
-
-class _ReassignedChunks:
-    """A client stream of requests (AddArtifacts), each re-sent as ``user_id``'s.
-
-    An undecodable chunk ends the stream with an error (the upstream call is
-    cancelled) and sets ``undecodable``, so the client learns why.
-    """
-
-    def __init__(self, chunks: AsyncIterator[bytes], chunk_type: type[Message], user_id: str):
-        self._chunks = chunks
-        self._chunk_type = chunk_type
-        self._user_id = user_id
-        self.undecodable = False
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._reassigned()
-
-    async def _reassigned(self) -> AsyncIterator[bytes]:
-        async for chunk in self._chunks:
-            message = decode_request(self._chunk_type, chunk)
-            if message is None:
-                self.undecodable = True
-                raise PlanError(UNDECODABLE)
-            _assign_user(message, self._user_id)
-            yield message.SerializeToString()
-
-
-def _message_class(descriptor: Descriptor) -> type[Message]:
-    found: type[Message] | None = getattr(base_pb2, descriptor.name, None)
-    return found or GetMessageClass(descriptor)

@@ -10,7 +10,7 @@ import pytest
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError, Unauthenticated
 from connect_plugin.server.transport.auth import TokenAuthenticator
-from connect_plugin.server.transport.forwarding import forwardable_metadata
+from connect_plugin.server.transport.service import forwardable_metadata
 from connect_plugin.upstream_url import parse_upstream, redact
 
 ALICE = "alice-token-0123456789abcdef"

@@ -21,8 +21,9 @@ import grpc
 import pytest
 from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
 
-from connect_plugin.server.transport.forwarding import SERVICE_NAME, Forwarder
+from connect_plugin.server.transport.forwarding import Forwarder
 from connect_plugin.server.transport.interception import Interception
+from connect_plugin.server.transport.service import SERVICE_NAME
 
 FOLLOW_UP_S = 0.5
 
