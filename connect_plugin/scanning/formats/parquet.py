@@ -19,6 +19,11 @@ from connect_plugin.scanning.formats.rescue import new_columns_message, rescued_
 from connect_plugin.scanning.formats.widening import normalize_type
 from connect_plugin.scanning.names import KeyGroups
 
+INT96_UNIT = "us"
+"""The unit INT96 timestamps (Spark's default for TIMESTAMP) are read in: Spark's own.
+pyarrow's default, nanoseconds, overflows outside 1677-09-21 to 2262-04-11, where
+the scan failed on the values Spark wrote."""
+
 
 class ParquetFormat(FileFormat):
     name = "parquet"
@@ -37,14 +42,14 @@ class ParquetFormat(FileFormat):
 
     def sample(self, scan_file: ScanFile) -> FileSample:
         with self.open(scan_file) as handle:
-            schema = pq.read_schema(handle)
+            schema = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT).schema_arrow
         return FileSample(tuple(f.with_type(normalize_type(f.type)) for f in schema))
 
     def native_batches(self, scan_file: ScanFile, decode: Decode) -> Iterator[pa.RecordBatch]:
         """The file's columns that fold to a decoded column (``names``), as the file spells
         them, and the rescued column of the others."""
         with self.open(scan_file) as handle:
-            parquet = pq.ParquetFile(handle)
+            parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT)
             file_names = parquet.schema_arrow.names
             chosen = KeyGroups(decode.wanted, file_names).keys()
             leftovers: list[str] = []
@@ -64,7 +69,10 @@ class ParquetFormat(FileFormat):
                     yield batch.select(range(width))
                     continue
                 extras = [(name, batch.column(width + i)) for i, name in enumerate(leftovers)]
-                arrays = [*batch.columns[:width], rescued_array(extras, batch.num_rows, scan_file.url)]
+                arrays = [
+                    *batch.columns[:width],
+                    rescued_array(extras, batch.num_rows, scan_file.url),
+                ]
                 yield pa.RecordBatch.from_arrays(arrays, names=[*chosen, decode.rescue])
 
     def count_rows(self, scan_file: ScanFile) -> Iterator[int]:
@@ -81,7 +89,7 @@ class ParquetFormat(FileFormat):
         values in a row, so only reading counts.
         """
         with self.open(scan_file) as handle:
-            parquet = pq.ParquetFile(handle)
+            parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT)
             schema = parquet.schema_arrow
             if decode.fail_on_new and any(decode.leftover(name) for name in schema.names):
                 return None

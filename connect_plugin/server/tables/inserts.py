@@ -43,6 +43,7 @@ from connect_plugin.server.tables.overwrites import (
 from connect_plugin.server.tables.partition_folders import laid_out
 from connect_plugin.server.tables.rewrites import Rewrite, TableRewriter
 from connect_plugin.server.tables.value_checks import NOT_NULL
+from connect_plugin.server.tables.write_settings import refuse_changing_settings
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import Upstream
 
@@ -185,6 +186,9 @@ class InsertIntoHandler(Handler[InsertInto]):
         if request.overwrite and query is not None:
             await self._overwrite(call, request, query)
             return _ran(table.name)
+        await refuse_changing_settings(
+            self._upstream.session(call.context), table, by_spark=True
+        )
         if not await asyncio.to_thread(laid_out, table):
             table = await self._lay_out(call, request.name)
 

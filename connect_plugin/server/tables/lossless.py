@@ -68,8 +68,16 @@ _CSV = {
     "positiveInf": "Infinity",
     "negativeInf": "-Infinity",
 }
+_PARQUET = {
+    # Spark writes TIMESTAMP as the session says: to the millisecond under
+    # TIMESTAMP_MILLIS, as INT96 (nanoseconds in Julian days, which pyarrow and
+    # other readers take for nanoseconds since the epoch and overflow outside
+    # 1677-2262) by default. A write's own option wins over the session from
+    # Spark 4.2 on (SPARK-56414), in CTTAS and in an INSERT into the view alike.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
 _CHOSEN: dict[str, dict[str, str]] = {
-    "parquet": dict(_COMMON),
+    "parquet": {**_COMMON, **_PARQUET},
     "orc": dict(_COMMON),
     "json": {**_COMMON, **_TEXT_VALUES},
     "csv": {**_COMMON, **_TEXT_VALUES, **_CSV},

@@ -36,6 +36,7 @@ from connect_plugin.server.table_files.writes import (
     write_files,
 )
 from connect_plugin.server.tables.partition_folders import write_null_partition
+from connect_plugin.server.tables.write_settings import refuse_changing_settings
 from connect_plugin.server.transport.liveness import Liveness, liveness_of
 from connect_plugin.server.transport.upstream import UpstreamSession
 
@@ -68,6 +69,7 @@ class TableVersions:
     ) -> Written:
         """Write ``table``'s files, check the quota, give it its name, forget ``existing``:
         every step or, on any failure (the client gone too), none (caller holds the lock)."""
+        await refuse_changing_settings(upstream, table, by_spark=False)
         operation_id, marking = str(uuid.uuid4()), str(uuid.uuid4())
         self._registry.begin_create(session, table, operation_id, upstream.server_side_session_id)
         viewing = False

@@ -121,6 +121,7 @@ def test_layout_and_gateway_options_pass() -> None:
     given = {"compression": "zstd", "parquet.page.size": "1024", "connect_plugin.x": "y"}
     assert layout("t", "parquet", schema(i=IntegerType()), (), given).options == {
         "timeZone": "UTC",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         **given,
     }
 
