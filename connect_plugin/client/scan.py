@@ -6,6 +6,7 @@ into a read of the scan data source running inside Spark.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +122,9 @@ def scan(
 
     Returns:
         A DataFrame whose plan is one scan relation; nothing is read before
-        an action.
+        an action. Its columns are those of its first plan (its first
+        action or schema): every later query of it keeps them and reads
+        the files there are then.
 
     Raises:
         ValueError: Both or neither of ``paths`` and ``table`` are given,
@@ -152,4 +155,5 @@ def scan(
         raise ValueError(str(exc)) from None
     message = proto.Scan()
     request.to_message(message)
+    message.call_id = uuid.uuid4().hex
     return DataFrame(ScanRelation(message), spark)

@@ -26,7 +26,7 @@ from pyspark.sql.connect.proto import relations_pb2 as spark_dot_connect_dot_rel
 from pyspark.sql.connect.proto import types_pb2 as spark_dot_connect_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!connect_plugin/v1/relations.proto\x12\x11\x63onnect_plugin.v1\x1a\x1dspark/connect/relations.proto\x1a\x19spark/connect/types.proto\"\xec\x02\n\x17\x43reateTempTableAsSelect\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x05input\x18\x03 \x01(\x0b\x32\x17.spark.connect.Relation\x12\x14\n\x0c\x63olumn_names\x18\x04 \x03(\t\x12\x19\n\x11partition_columns\x18\x05 \x03(\t\x12\x0e\n\x06\x66ormat\x18\x06 \x01(\t\x12H\n\x07options\x18\x07 \x03(\x0b\x32\x37.connect_plugin.v1.CreateTempTableAsSelect.OptionsEntry\x12\x15\n\rif_not_exists\x18\x08 \x01(\x08\x12\x12\n\nor_replace\x18\t \x01(\x08\x12\x11\n\tworkspace\x18\n \x01(\t\x12\x0e\n\x06schema\x18\x0b \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"D\n\rDropTempTable\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tif_exists\x18\x03 \x01(\x08\"$\n\x0eListTempTables\x12\x12\n\nsession_id\x18\x01 \x01(\t\"1\n\rReadTempTable\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\xdd\x06\n\x04Scan\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12.\n\x05\x66iles\x18\x02 \x01(\x0b\x32\x1d.connect_plugin.v1.Scan.FilesH\x00\x12\x0f\n\x05table\x18\x03 \x01(\tH\x00\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\x10\n\x08wildcard\x18\x05 \x01(\x08\x12,\n\x06schema\x18\x06 \x01(\x0b\x32\x17.spark.connect.DataTypeH\x01\x88\x01\x01\x12\x17\n\nschema_ddl\x18\x07 \x01(\tH\x02\x88\x01\x01\x12.\n\x06limits\x18\x08 \x01(\x0b\x32\x1e.connect_plugin.v1.BatchLimits\x12\x36\n\rschema_policy\x18\t \x01(\x0e\x32\x1f.connect_plugin.v1.SchemaPolicy\x12\x34\n\x08on_error\x18\n \x01(\x0e\x32\".connect_plugin.v1.BadRecordPolicy\x12\x35\n\x0cpartitioning\x18\x0b \x01(\x0e\x32\x1f.connect_plugin.v1.Partitioning\x12\x35\n\x07options\x18\x0c \x03(\x0b\x32$.connect_plugin.v1.Scan.OptionsEntry\x12\x12\n\ncount_rows\x18\r \x01(\x08\x12/\n\tevolution\x18\x0e \x01(\x0e\x32\x1c.connect_plugin.v1.Evolution\x12\x16\n\x0erescued_column\x18\x0f \x01(\t\x12\x33\n\x0b\x63ompression\x18\x10 \x01(\x0e\x32\x1e.connect_plugin.v1.Compression\x12\x15\n\rrejects_table\x18\x11 \x01(\t\x12\x13\n\x0b\x66ile_filter\x18\x12 \x01(\t\x12:\n\x0fmissing_columns\x18\x13 \x01(\x0e\x32!.connect_plugin.v1.MissingColumns\x12\x14\n\x0csample_bytes\x18\x14 \x01(\x03\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a&\n\x05\x46iles\x12\r\n\x05paths\x18\x01 \x03(\t\x12\x0e\n\x06\x66ormat\x18\x02 \x01(\tB\x08\n\x06sourceB\t\n\x07_schemaB\r\n\x0b_schema_ddl\"2\n\x0b\x42\x61tchLimits\x12\x10\n\x08max_rows\x18\x01 \x01(\x05\x12\x11\n\tmax_bytes\x18\x02 \x01(\x03*C\n\x0cSchemaPolicy\x12\x19\n\x15SCHEMA_POLICY_LENIENT\x10\x00\x12\x18\n\x14SCHEMA_POLICY_STRICT\x10\x01*\x83\x01\n\x0f\x42\x61\x64RecordPolicy\x12\x1a\n\x16\x42\x41\x44_RECORD_POLICY_FAIL\x10\x00\x12\x1a\n\x16\x42\x41\x44_RECORD_POLICY_SKIP\x10\x01\x12\x1a\n\x16\x42\x41\x44_RECORD_POLICY_NULL\x10\x02\x12\x1c\n\x18\x42\x41\x44_RECORD_POLICY_REJECT\x10\x03*E\n\x0eMissingColumns\x12\x18\n\x14MISSING_COLUMNS_NULL\x10\x00\x12\x19\n\x15MISSING_COLUMNS_ERROR\x10\x01*\x92\x01\n\tEvolution\x12\x19\n\x15\x45VOLUTION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45VOLUTION_ADD_NEW_COLUMNS\x10\x01\x12!\n\x1d\x45VOLUTION_FAIL_ON_NEW_COLUMNS\x10\x02\x12\x14\n\x10\x45VOLUTION_RESCUE\x10\x03\x12\x12\n\x0e\x45VOLUTION_NONE\x10\x04*|\n\x0b\x43ompression\x12\x14\n\x10\x43OMPRESSION_AUTO\x10\x00\x12\x14\n\x10\x43OMPRESSION_NONE\x10\x01\x12\x14\n\x10\x43OMPRESSION_GZIP\x10\x02\x12\x15\n\x11\x43OMPRESSION_BZIP2\x10\x03\x12\x14\n\x10\x43OMPRESSION_ZSTD\x10\x04*<\n\x0cPartitioning\x12\x15\n\x11PARTITIONING_DIRS\x10\x00\x12\x15\n\x11PARTITIONING_HIVE\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!connect_plugin/v1/relations.proto\x12\x11\x63onnect_plugin.v1\x1a\x1dspark/connect/relations.proto\x1a\x19spark/connect/types.proto\"\xec\x02\n\x17\x43reateTempTableAsSelect\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x05input\x18\x03 \x01(\x0b\x32\x17.spark.connect.Relation\x12\x14\n\x0c\x63olumn_names\x18\x04 \x03(\t\x12\x19\n\x11partition_columns\x18\x05 \x03(\t\x12\x0e\n\x06\x66ormat\x18\x06 \x01(\t\x12H\n\x07options\x18\x07 \x03(\x0b\x32\x37.connect_plugin.v1.CreateTempTableAsSelect.OptionsEntry\x12\x15\n\rif_not_exists\x18\x08 \x01(\x08\x12\x12\n\nor_replace\x18\t \x01(\x08\x12\x11\n\tworkspace\x18\n \x01(\t\x12\x0e\n\x06schema\x18\x0b \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"D\n\rDropTempTable\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tif_exists\x18\x03 \x01(\x08\"$\n\x0eListTempTables\x12\x12\n\nsession_id\x18\x01 \x01(\t\"1\n\rReadTempTable\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\xee\x06\n\x04Scan\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12.\n\x05\x66iles\x18\x02 \x01(\x0b\x32\x1d.connect_plugin.v1.Scan.FilesH\x00\x12\x0f\n\x05table\x18\x03 \x01(\tH\x00\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\x10\n\x08wildcard\x18\x05 \x01(\x08\x12,\n\x06schema\x18\x06 \x01(\x0b\x32\x17.spark.connect.DataTypeH\x01\x88\x01\x01\x12\x17\n\nschema_ddl\x18\x07 \x01(\tH\x02\x88\x01\x01\x12.\n\x06limits\x18\x08 \x01(\x0b\x32\x1e.connect_plugin.v1.BatchLimits\x12\x36\n\rschema_policy\x18\t \x01(\x0e\x32\x1f.connect_plugin.v1.SchemaPolicy\x12\x34\n\x08on_error\x18\n \x01(\x0e\x32\".connect_plugin.v1.BadRecordPolicy\x12\x35\n\x0cpartitioning\x18\x0b \x01(\x0e\x32\x1f.connect_plugin.v1.Partitioning\x12\x35\n\x07options\x18\x0c \x03(\x0b\x32$.connect_plugin.v1.Scan.OptionsEntry\x12\x12\n\ncount_rows\x18\r \x01(\x08\x12/\n\tevolution\x18\x0e \x01(\x0e\x32\x1c.connect_plugin.v1.Evolution\x12\x16\n\x0erescued_column\x18\x0f \x01(\t\x12\x33\n\x0b\x63ompression\x18\x10 \x01(\x0e\x32\x1e.connect_plugin.v1.Compression\x12\x15\n\rrejects_table\x18\x11 \x01(\t\x12\x13\n\x0b\x66ile_filter\x18\x12 \x01(\t\x12:\n\x0fmissing_columns\x18\x13 \x01(\x0e\x32!.connect_plugin.v1.MissingColumns\x12\x14\n\x0csample_bytes\x18\x14 \x01(\x03\x12\x0f\n\x07\x63\x61ll_id\x18\x15 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a&\n\x05\x46iles\x12\r\n\x05paths\x18\x01 \x03(\t\x12\x0e\n\x06\x66ormat\x18\x02 \x01(\tB\x08\n\x06sourceB\t\n\x07_schemaB\r\n\x0b_schema_ddl\"2\n\x0b\x42\x61tchLimits\x12\x10\n\x08max_rows\x18\x01 \x01(\x05\x12\x11\n\tmax_bytes\x18\x02 \x01(\x03*C\n\x0cSchemaPolicy\x12\x19\n\x15SCHEMA_POLICY_LENIENT\x10\x00\x12\x18\n\x14SCHEMA_POLICY_STRICT\x10\x01*\x83\x01\n\x0f\x42\x61\x64RecordPolicy\x12\x1a\n\x16\x42\x41\x44_RECORD_POLICY_FAIL\x10\x00\x12\x1a\n\x16\x42\x41\x44_RECORD_POLICY_SKIP\x10\x01\x12\x1a\n\x16\x42\x41\x44_RECORD_POLICY_NULL\x10\x02\x12\x1c\n\x18\x42\x41\x44_RECORD_POLICY_REJECT\x10\x03*E\n\x0eMissingColumns\x12\x18\n\x14MISSING_COLUMNS_NULL\x10\x00\x12\x19\n\x15MISSING_COLUMNS_ERROR\x10\x01*\x92\x01\n\tEvolution\x12\x19\n\x15\x45VOLUTION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45VOLUTION_ADD_NEW_COLUMNS\x10\x01\x12!\n\x1d\x45VOLUTION_FAIL_ON_NEW_COLUMNS\x10\x02\x12\x14\n\x10\x45VOLUTION_RESCUE\x10\x03\x12\x12\n\x0e\x45VOLUTION_NONE\x10\x04*|\n\x0b\x43ompression\x12\x14\n\x10\x43OMPRESSION_AUTO\x10\x00\x12\x14\n\x10\x43OMPRESSION_NONE\x10\x01\x12\x14\n\x10\x43OMPRESSION_GZIP\x10\x02\x12\x15\n\x11\x43OMPRESSION_BZIP2\x10\x03\x12\x14\n\x10\x43OMPRESSION_ZSTD\x10\x04*<\n\x0cPartitioning\x12\x15\n\x11PARTITIONING_DIRS\x10\x00\x12\x15\n\x11PARTITIONING_HIVE\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,18 +37,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATETEMPTABLEASSELECT_OPTIONSENTRY']._serialized_options = b'8\001'
   _globals['_SCAN_OPTIONSENTRY']._loaded_options = None
   _globals['_SCAN_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_SCHEMAPOLICY']._serialized_start=1556
-  _globals['_SCHEMAPOLICY']._serialized_end=1623
-  _globals['_BADRECORDPOLICY']._serialized_start=1626
-  _globals['_BADRECORDPOLICY']._serialized_end=1757
-  _globals['_MISSINGCOLUMNS']._serialized_start=1759
-  _globals['_MISSINGCOLUMNS']._serialized_end=1828
-  _globals['_EVOLUTION']._serialized_start=1831
-  _globals['_EVOLUTION']._serialized_end=1977
-  _globals['_COMPRESSION']._serialized_start=1979
-  _globals['_COMPRESSION']._serialized_end=2103
-  _globals['_PARTITIONING']._serialized_start=2105
-  _globals['_PARTITIONING']._serialized_end=2165
+  _globals['_SCHEMAPOLICY']._serialized_start=1573
+  _globals['_SCHEMAPOLICY']._serialized_end=1640
+  _globals['_BADRECORDPOLICY']._serialized_start=1643
+  _globals['_BADRECORDPOLICY']._serialized_end=1774
+  _globals['_MISSINGCOLUMNS']._serialized_start=1776
+  _globals['_MISSINGCOLUMNS']._serialized_end=1845
+  _globals['_EVOLUTION']._serialized_start=1848
+  _globals['_EVOLUTION']._serialized_end=1994
+  _globals['_COMPRESSION']._serialized_start=1996
+  _globals['_COMPRESSION']._serialized_end=2120
+  _globals['_PARTITIONING']._serialized_start=2122
+  _globals['_PARTITIONING']._serialized_end=2182
   _globals['_CREATETEMPTABLEASSELECT']._serialized_start=115
   _globals['_CREATETEMPTABLEASSELECT']._serialized_end=479
   _globals['_CREATETEMPTABLEASSELECT_OPTIONSENTRY']._serialized_start=433
@@ -60,11 +60,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_READTEMPTABLE']._serialized_start=589
   _globals['_READTEMPTABLE']._serialized_end=638
   _globals['_SCAN']._serialized_start=641
-  _globals['_SCAN']._serialized_end=1502
+  _globals['_SCAN']._serialized_end=1519
   _globals['_SCAN_OPTIONSENTRY']._serialized_start=433
   _globals['_SCAN_OPTIONSENTRY']._serialized_end=479
-  _globals['_SCAN_FILES']._serialized_start=1428
-  _globals['_SCAN_FILES']._serialized_end=1466
-  _globals['_BATCHLIMITS']._serialized_start=1504
-  _globals['_BATCHLIMITS']._serialized_end=1554
+  _globals['_SCAN_FILES']._serialized_start=1445
+  _globals['_SCAN_FILES']._serialized_end=1483
+  _globals['_BATCHLIMITS']._serialized_start=1521
+  _globals['_BATCHLIMITS']._serialized_end=1571
 # @@protoc_insertion_point(module_scope)

@@ -125,7 +125,7 @@ class ReadTempTable(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Scan(_message.Message):
-    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression", "rejects_table", "file_filter", "missing_columns", "sample_bytes")
+    __slots__ = ("session_id", "files", "table", "columns", "wildcard", "schema", "schema_ddl", "limits", "schema_policy", "on_error", "partitioning", "options", "count_rows", "evolution", "rescued_column", "compression", "rejects_table", "file_filter", "missing_columns", "sample_bytes", "call_id")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +160,7 @@ class Scan(_message.Message):
     FILE_FILTER_FIELD_NUMBER: _ClassVar[int]
     MISSING_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     files: Scan.Files
     table: str
@@ -180,7 +181,8 @@ class Scan(_message.Message):
     file_filter: str
     missing_columns: MissingColumns
     sample_bytes: int
-    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ..., rejects_table: _Optional[str] = ..., file_filter: _Optional[str] = ..., missing_columns: _Optional[_Union[MissingColumns, str]] = ..., sample_bytes: _Optional[int] = ...) -> None: ...
+    call_id: str
+    def __init__(self, session_id: _Optional[str] = ..., files: _Optional[_Union[Scan.Files, _Mapping]] = ..., table: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., wildcard: bool = ..., schema: _Optional[_Union[_types_pb2.DataType, _Mapping]] = ..., schema_ddl: _Optional[str] = ..., limits: _Optional[_Union[BatchLimits, _Mapping]] = ..., schema_policy: _Optional[_Union[SchemaPolicy, str]] = ..., on_error: _Optional[_Union[BadRecordPolicy, str]] = ..., partitioning: _Optional[_Union[Partitioning, str]] = ..., options: _Optional[_Mapping[str, str]] = ..., count_rows: bool = ..., evolution: _Optional[_Union[Evolution, str]] = ..., rescued_column: _Optional[str] = ..., compression: _Optional[_Union[Compression, str]] = ..., rejects_table: _Optional[str] = ..., file_filter: _Optional[str] = ..., missing_columns: _Optional[_Union[MissingColumns, str]] = ..., sample_bytes: _Optional[int] = ..., call_id: _Optional[str] = ...) -> None: ...
 
 class BatchLimits(_message.Message):
     __slots__ = ("max_rows", "max_bytes")

@@ -387,7 +387,7 @@ def plugin_handlers(
     creator = TableCreator(config, registry, workspace, upstream)
     rewriter = TableRewriter(config, registry, workspace, upstream)
     rejects = RejectsTables(creator, tables, upstream, bad_records)
-    scans = Scans(scan_sessions or ScanSessions(registry), tables, upstream, rejects)
+    scans = Scans(scan_sessions or ScanSessions(registry), tables, upstream, rejects, workspace)
     return HandlerRegistry(
         [
             CreateTempTableHandler(creator),

@@ -56,6 +56,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from connect_plugin.errors import InvalidScanSpec
 from connect_plugin.scanning.files.files import ScanFile, file_groups
+from connect_plugin.scanning.planning.kept import kept_plan
 from connect_plugin.scanning.planning.plan import ScanPlan, plan_scan
 from connect_plugin.scanning.planning.pruning import prune
 from connect_plugin.scanning.reading.rejects import RejectFiles
@@ -79,6 +80,11 @@ on every read. Spark Connect keeps the plan of a read it saw before, and with it
 list this source made when planning; a new stamp makes the read another one, planned
 again."""
 
+KEPT_PLAN_OPTION = "keptPlan"
+"""The path of the file that keeps the columns of the scan's first plan (``planning.kept``):
+set by the gateway for a scan of ``scan()``, whose every plan then keeps that plan's
+columns, however the files changed since."""
+
 MIN_PARTITIONS_OPTION = "minPartitions"
 """Spark partitions to make at least (files allowing); the planning worker's cores by default."""
 
@@ -87,7 +93,7 @@ class ScanDataSource(DataSource):
     """Schema-on-read file scans.
 
     Options: ``spec`` (``ScanSpec.to_json()``, required), ``minPartitions``,
-    ``filesStamp``, and the object-store options as ``secret.s3.*``
+    ``filesStamp``, ``keptPlan``, and the object-store options as ``secret.s3.*``
     (``ScanSpec.secret_options()``), apart from the spec so that Spark redacts
     them in every plan it prints.
     """
@@ -112,7 +118,8 @@ class ScanDataSource(DataSource):
     def plan(self) -> ScanPlan:
         """The scan's plan, made once per data source object and pickled along with it."""
         if self._plan is None:
-            self._plan = plan_scan(self.spec())
+            kept = self.options.get(KEPT_PLAN_OPTION)
+            self._plan = kept_plan(self.spec(), kept) if kept else plan_scan(self.spec())
         return self._plan
 
     @reported

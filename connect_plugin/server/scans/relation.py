@@ -11,6 +11,11 @@ sources, whose state outlives the query that pushed it.
 permanent table: its files, format and schema come from the table, and its
 ``k=v`` partition directories become typed columns.
 
+A scan of ``scan()`` carries the id of its call: every read of it names
+the file that keeps its first plan (in the session's folder), so that
+every query of the DataFrame, pruned, counted or not, has its columns,
+however its files changed since (``connect_plugin.scanning.planning.kept``).
+
 A scan with ``on_error="reject"`` gets its rejects table (``rejects``)
 when its source is built, and that table is refreshed after the query ran.
 
@@ -21,7 +26,9 @@ scan are rewritten before dispatch into scans that decode no values
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -46,6 +53,7 @@ from connect_plugin.scanning import (
 from connect_plugin.scanning.spark import (
     COUNT_OPTION,
     FILES_STAMP_OPTION,
+    KEPT_PLAN_OPTION,
     SPEC_OPTION,
     ScanDataSource,
     spark_arrow_schema_of,
@@ -56,12 +64,14 @@ from connect_plugin.server.scans.rejects import RejectsTables
 from connect_plugin.server.scans.scan_counts import push_row_counts
 from connect_plugin.server.scans.scan_pruning import push_file_filters
 from connect_plugin.server.scans.scan_sessions import ScanSessions
+from connect_plugin.server.sessions.workspace import Workspace
 from connect_plugin.server.statements.handlers import CachedScans, Call, Handler, Outcome
 from connect_plugin.server.table_files.temp_table import new_files_stamp
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
+_CALL_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class ScanHandler(Handler[ScanFiles]):
@@ -106,11 +116,13 @@ class Scans:
         tables: Tables,
         upstream: Upstream,
         rejects: RejectsTables,
+        workspace: Workspace,
     ) -> None:
         self._sessions = sessions
         self._tables = tables
         self._upstream = upstream
         self._rejects = rejects
+        self._workspace = workspace
 
     async def read(self, call: Call, message: proto.Scan) -> ScanRead:
         """The read of a ``Scan`` relation of the query ``call`` sent."""
@@ -121,9 +133,21 @@ class Scans:
         spec, stamp = await self._spec(upstream, session, options, file_filter)
         if stamp:
             stamp = self._sessions.kept_stamp(session, message, stamp)
+        kept = self._kept_plan(session, message.call_id, spec) if message.call_id else ""
         return await self._source(
-            upstream, call, spec, count_rows=message.count_rows, files_stamp=stamp
+            upstream, call, spec, count_rows=message.count_rows, files_stamp=stamp, kept_plan=kept
         )
+
+    def _kept_plan(self, session: SessionContext, call_id: str, spec: ScanSpec) -> str:
+        """The file that keeps the first plan of a ``scan()`` call: one per call and spec (a
+        table replaced since is another spec), whatever a query's filter prunes."""
+        if not _CALL_ID.fullmatch(call_id):
+            raise PlanError(
+                f"scan: call_id [{call_id[:64]}] is not 32 lower-case hex digits; it is "
+                "set by connect_plugin.scan(), one per call"
+            )
+        name = hashlib.sha256(f"{call_id}:{spec.scan_id}".encode()).hexdigest()[:32] + ".json"
+        return str(self._sessions.kept_plan(session, name, self._workspace.scans_folder))
 
     async def options_read(self, call: Call, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
@@ -139,6 +163,7 @@ class Scans:
         *,
         count_rows: bool,
         files_stamp: str = "",
+        kept_plan: str = "",
     ) -> ScanRead:
         """The read of the scan data source for a spec: every route to a scan ends here.
 
@@ -160,6 +185,8 @@ class Scans:
             source.options[COUNT_OPTION] = "true"
         if files_stamp:
             source.options[FILES_STAMP_OPTION] = files_stamp
+        if kept_plan:
+            source.options[KEPT_PLAN_OPTION] = kept_plan
         return ScanRead(relation, after)
 
     async def _spec(

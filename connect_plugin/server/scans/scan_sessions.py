@@ -4,8 +4,10 @@ the plans it cached.
 The gateway registers the scan data source once per session (the class is
 pickled by reference, so Spark's Python workers import it from the installed
 ``connect_plugin``; the client never ships code), counts the scans that
-plans the session persisted hold whole (``cached_scans``), and keeps the
-files stamp each such scan of a temp table was read with. This is the
+plans the session persisted hold whole (``cached_scans``), keeps the
+files stamp each such scan of a temp table was read with, and names the
+files that keep the first plan of each of its ``scan()`` calls (in the
+session's folder, which goes with the session). This is the
 scans' own record of a session, beside the registry's: the registry asks it
 whether a session holds anything here (a registered source: the session's
 end must stop its Python workers) and lets it go with the session's object.
@@ -14,9 +16,12 @@ end must stop its Python workers) and lets it go with the session's object.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections import Counter
+from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.serializers import CloudPickleSerializer
 from pyspark.sql.connect import proto as spark_proto
@@ -30,6 +35,9 @@ from connect_plugin.server.sessions.release import learn_server_side_session
 from connect_plugin.server.statements.handlers import CachedScans
 from connect_plugin.server.transport.upstream import SessionContext, UpstreamSession
 
+KEPT_PLANS = 1024
+"""Plans of ``scan()`` calls kept per session, at most (a few kilobytes each, on disk)."""
+
 
 @dataclass(eq=False)
 class _ScanSession:
@@ -41,6 +49,9 @@ class _ScanSession:
     stamps: dict[bytes, str] = field(default_factory=dict)
     """The files stamp each scan of a temp table was last read with, kept for the scans of
     ``cached``."""
+    plans_folder: Path | None = None
+    kept_plans: OrderedDict[Path, None] = field(default_factory=OrderedDict)
+    """The files of the plans the session's ``scan()`` calls keep, least recently read first."""
 
 
 class ScanSessions:
@@ -84,6 +95,30 @@ class ScanSessions:
         if keys:
             user_id, session_id = request.user_context.user_id, request.session_id
             track(request, keys, self._opened(user_id, session_id).cached)
+
+    def kept_plan(
+        self, context: SessionContext, name: str, folder_of: Callable[[str], Path]
+    ) -> Path:
+        """Where the plan of one ``scan()`` call of the session is kept (``planning.kept``),
+        in the folder ``folder_of`` makes for the session (once per session object).
+
+        The session keeps the plans of its last ``KEPT_PLANS`` calls read; the
+        file of an older one is deleted, and a later read of that call plans
+        it anew.
+        """
+        session = self._registry.open(context.user_id, context.session_id)
+        record = self._records.setdefault(session, _ScanSession())
+        if record.plans_folder is None:
+            record.plans_folder = folder_of(context.session_id)
+        kept = record.kept_plans
+        path = record.plans_folder / name
+        kept[path] = None
+        kept.move_to_end(path)
+        while len(kept) > KEPT_PLANS:
+            old, _ = kept.popitem(last=False)
+            with contextlib.suppress(OSError):
+                old.unlink()
+        return path
 
     def kept_stamp(self, context: SessionContext, message: proto.Scan, stamp: str) -> str:
         """The files stamp a scan of a temp table carries: its table's, except for a scan

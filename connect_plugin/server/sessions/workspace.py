@@ -7,8 +7,9 @@ sets folders to 0700 and files to 0600; the session folder is created 0700
 before Spark writes into it, so nobody else can look inside in the meantime.
 
 Session and table folders always have UUID names; the gateway's own files
-(the registry, the lock) live in ``<root>/.connect-plugin/``, which no
-listing of sessions or tables ever returns.
+(the registry, the lock) live in ``<root>/.connect-plugin/``, and the plans
+a session's scans keep in ``<root>/<session_id>/.scans/``, which no listing
+of sessions or tables ever returns.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR = ".connect-plugin"
 LOCK_FILE = "gateway.lock"
 REGISTRY_FILE = "registry.sqlite3"
+SCANS_DIR = ".scans"
+"""In a session's folder: the plans its scans keep (``connect_plugin.scanning.planning.kept``),
+which no listing of tables returns."""
 _NO_LINKS = frozenset((errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP))
 """Errors of ``link`` that a copy gets around (other devices, no link support, too many)."""
 
@@ -152,6 +156,21 @@ class Workspace:
 
     def new_table_folder(self, session_id: str) -> Path:
         """A fresh, not yet existing table folder inside the (created) session folder."""
+        return self._made_session_folder(session_id) / str(uuid.uuid4())
+
+    def scans_folder(self, session_id: str) -> Path:
+        """The (created) folder of the plans the session's scans keep (``SCANS_DIR``)."""
+        folder = self._made_session_folder(session_id) / SCANS_DIR
+        try:
+            folder.mkdir(mode=FOLDER_MODE, exist_ok=True)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot create the folder of the session's scans [{folder}]: {exc.strerror}; "
+                "check that the gateway may write to the workspace"
+            ) from exc
+        return folder
+
+    def _made_session_folder(self, session_id: str) -> Path:
         session = self.session_folder(session_id)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -164,7 +183,7 @@ class Workspace:
                 f"cannot create the session folder [{session}]: {exc.strerror}; check that "
                 "the workspace root exists and the gateway may write to it"
             ) from exc
-        return session / str(uuid.uuid4())
+        return session
 
     @staticmethod
     def secure(folder: Path) -> int:

@@ -228,14 +228,15 @@ def test_a_scan_of_a_cached_plan_keeps_its_whole_read() -> None:
 
 def test_persisting_counts_only_the_scans_a_plan_holds_whole() -> None:
     cached: Counter[bytes] = Counter()
-    for plan in (scan_plan(), Filter(scan_plan(), F.expr("dir0 = 'a'"))):
+    whole = scan_plan()
+    for plan in (whole, Filter(scan_plan(), F.expr("dir0 = 'a'"))):
         persist = spark_proto.AnalyzePlanRequest()
         persist.persist.relation.CopyFrom(plan.plan(Client()))  # type: ignore[arg-type]
         push_file_filters(persist)
         track(persist, unrewritten(persist), cached)
     assert sum(cached.values()) == 1
     unpersist = spark_proto.AnalyzePlanRequest()
-    unpersist.unpersist.relation.CopyFrom(scan_plan().plan(Client()))  # type: ignore[arg-type]
+    unpersist.unpersist.relation.CopyFrom(whole.plan(Client()))  # type: ignore[arg-type]
     track(unpersist, unrewritten(unpersist), cached)
     assert not cached
 
