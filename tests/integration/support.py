@@ -78,8 +78,11 @@ def session_folder(workspace: Path, spark: SparkSession) -> Path:
 
 
 def table_folders(workspace: Path, spark: SparkSession) -> list[Path]:
+    """The table folders of the session (not ``.scans``, where its scans keep their plans)."""
     folder = session_folder(workspace, spark)
-    return sorted(p for p in folder.iterdir()) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
 
 
 def assert_private(folder: Path) -> int:

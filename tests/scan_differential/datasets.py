@@ -568,15 +568,24 @@ def _value(
     return st.one_of(st.none(), st.sampled_from(WORDS))
 
 
+NEW_COLUMNS = ("qty", "name", "ok", "extra")
+"""Columns a file added after planning may bring that the planned table lacks."""
+
+
 def added_file(data_set: DataSet, draw: st.DrawFn, number: int) -> DataFile:
     """A file added after planning: in a folder a file is in, of columns the table has (plain
-    names), whole numbers, no bad record: what the planned schema reads as it is."""
+    names), whole numbers, no bad record: what the planned schema reads as it is; and maybe
+    a column the table lacks (``NEW_COLUMNS``), which the scan's columns, fixed when it was
+    planned, leave out (or rescue)."""
     folders = draw(st.sampled_from(sorted({f.folders for f in data_set.files})))
     if data_set.headerless:
         columns = data_set.files[0].columns
     else:
         table = set(data_set.data_columns())
         columns = tuple(c for c in DATA_COLUMNS if c in table and (c == "id" or draw(st.booleans())))
+        new = [c for c in NEW_COLUMNS if c not in table]
+        if new and draw(st.integers(0, 2)) == 0:
+            columns += (draw(st.sampled_from(new)),)
     traits = _Traits()
     first_id = 2 * BAD_ID_BASE + 10 * number
     rows = tuple(

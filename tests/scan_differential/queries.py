@@ -11,8 +11,9 @@ only a filter on a partition or file column can rule a file out, since
 those have one value per file; a row limit may stop before any bad record.
 
 A sequence may change the files once between its queries (``Change``: a
-file deleted or added), never while the scan is cached and never followed
-by a new scan: every later query must read the files there are then.
+file deleted or added, the added one maybe with a column the scan lacks),
+never while the scan is cached and never followed by a new scan: every
+later query must read the files there are then, with the scan's columns.
 """
 
 from __future__ import annotations

@@ -119,6 +119,8 @@ class ScanUnderTest:
         self.rejects = f"rejects_{uuid.uuid4().hex[:12]}" if data_set.on_error == "reject" else None
         self.frame: DataFrame | None = None
         self.cached = False
+        self.returned: list[str] | None = None
+        """The columns of the last query's rows (of a query that returns whole rows)."""
         if plan:
             self.rescan()
 
@@ -178,7 +180,10 @@ class ScanUnderTest:
             result = self.spark.sql(scan_sql(query, self.view)).collect()
         else:
             result = self._frame_rows(query)
+        self.returned = None
         if isinstance(query, Rows | Limit | Union):
+            if result:
+                self.returned = list(result[0].__fields__)
             return [tuple(_value(row.asDict(), c) for c in wanted) for row in result]
         if isinstance(query, Count) and isinstance(result, int):
             return [(result,)]
@@ -218,8 +223,9 @@ class ScanUnderTest:
 
 
 def _value(row: dict[str, Any], column: str) -> Any:
-    """A column of a row of the scan; the rescued column as the object it holds."""
-    value = row[column]
+    """A column of a row of the scan; the rescued column as the object it holds (a column the
+    row lacks is None here, and a disagreement of its columns in ``_check``)."""
+    value = row.get(column)
     return rescued_object(value) if fold(column) == fold(RESCUED) else value
 
 
@@ -335,6 +341,9 @@ def _check(
     if must_fail:
         report.fail(index, "no error", "scan gave rows where a bad record must fail the query",
                     expected, got)  # fmt: skip
+    if scan.returned is not None and sorted(scan.returned) != sorted(data_set.columns()):
+        report.fail(index, "columns", f"rows of columns {scan.returned}, the scan's are "
+                    f"{list(data_set.columns())}", expected, got)  # fmt: skip
     for name, rows in expected.items():
         tally.compared[name] += 1
         ours, theirs = _rows(got), _rows(rows)

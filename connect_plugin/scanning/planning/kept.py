@@ -124,7 +124,8 @@ def _read(spec: ScanSpec, path: str) -> ScanPlan | None:
 
 def _write(path: str, text: str) -> bool:
     """Keep ``text`` at ``path`` unless a plan is there already; whether this one was kept."""
-    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    folder, name = os.path.split(path)
+    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(temporary, "x", encoding="utf-8") as written:
             os.chmod(temporary, 0o600)

@@ -7,7 +7,10 @@ Spark then calls, in Python workers:
 - ``schema()`` once when the read is analysed: the scan is planned here
   (files listed, sampled, schema resolved) and the plan kept on the data
   source object, which Spark pickles on to the planning worker, so
-  ``reader()`` does not plan again;
+  ``reader()`` does not plan again; a read with ``keptPlan`` takes the
+  columns of the scan's first plan from that file, or keeps its own plan
+  there when it is the first (``planning.kept``), so every read of one
+  ``scan()`` has its columns however the files changed;
 - ``reader(schema)``, ``partitions()``: contiguous runs of files balanced
   by bytes, after partition pruning by the spec's ``file_filter``;
 - ``read(partition)`` on the executors, yielding ``pyarrow.RecordBatch``es

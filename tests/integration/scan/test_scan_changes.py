@@ -74,9 +74,7 @@ def test_a_pruned_query_after_a_change_keeps_the_columns(
     assert df.dtypes == planned
 
 
-def test_counts_and_a_filter_of_no_file_after_a_change(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_counts_and_a_filter_of_no_file_after_a_change(spark: SparkSession, tmp_path: Path) -> None:
     root = months(tmp_path / "data")
     df = connect_plugin.scan(spark, str(root), format="json", partitioning="hive")
     assert df.count() == 2

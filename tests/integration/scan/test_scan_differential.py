@@ -137,7 +137,48 @@ def _two_folders() -> DataSet:
     )
 
 
+def _months_changed() -> tuple[Change, Change]:
+    """The first file (the only one with qty) goes; a file with extra comes to month=4."""
+    added = DataFile(("month=4",), "added0", ("id", "extra"), ((2000, "e"),))
+    return Change(delete=0), Change(add=added)
+
+
+def _months(rescue: bool = False) -> DataSet:
+    """month=3 with id and qty, month=4 with id and name."""
+    return DataSet(
+        "json",
+        "lines",
+        "hive",
+        (
+            DataFile(("month=3",), "part0", ("id", "qty"), ((1, 5),)),
+            DataFile(("month=4",), "part1", ("id", "name"), ((2, "b"),)),
+        ),
+        rescue=rescue,
+    )
+
+
 FINDS: dict[str, tuple[str, Case]] = {
+    "a pruned query after the files changed has the DataFrame's columns (issue 44, find 5)": (
+        "frame",
+        Case(
+            _months(),
+            (
+                *_months_changed(),
+                Rows((Pred("month", "=", 4),)),
+                Count((Pred("month", "=", 4),)),
+                Rows((Pred("month", "=", 3),)),
+                Count((Pred("month", "=", 3),)),
+                Count(),
+            ),
+        ),
+    ),
+    "a filter on the gone file's column under rescue, pruned (issue 44, find 5)": (
+        "frame",
+        Case(
+            _months(rescue=True),
+            (*_months_changed(), Rows((Pred("month", "=", 4), Pred("qty", "is null")))),
+        ),
+    ),
     "a hive filter sticks to the next groupBy (issue 23)": (
         "frame",
         Case(

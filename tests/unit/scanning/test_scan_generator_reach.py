@@ -18,7 +18,15 @@ from hypothesis.errors import NoSuchExample
 
 from tests.generator_reach import first_reaching
 from tests.scan_differential.datasets import BIG, SHADOWING, SMALL_SAMPLE, DataFile, DataSet
-from tests.scan_differential.queries import Case, Change, SelfJoin, Union, cases
+from tests.scan_differential.queries import (
+    Case,
+    Change,
+    Pred,
+    SelfJoin,
+    Union,
+    cases,
+    is_file_column,
+)
 
 
 def _files(case: Case) -> tuple[DataFile, ...]:
@@ -106,6 +114,41 @@ def _changed(kind: str) -> Callable[[Case], bool]:
     return has
 
 
+def _prunes(data_set: DataSet, step: object) -> bool:
+    """Whether a query filters on a partition or file column (which the gateway prunes by)."""
+    wheres = [getattr(step, name, ()) for name in ("where", "left", "right")]
+    return any(
+        isinstance(pred, Pred) and is_file_column(data_set, pred.column)
+        for where in wheres
+        for pred in where
+    )
+
+
+def _changed_then_pruned(kind: str) -> Callable[[Case], bool]:
+    """Files change between planning and a query that prunes: a file added with a column
+    the table lacks (``new column``), or the only file with a column deleted (``gone
+    column``)."""
+
+    def has(case: Case) -> bool:
+        data_set = case.data_set
+        table = set(data_set.data_columns())
+        files = data_set.files
+        for position, step in enumerate(case.steps):
+            if not isinstance(step, Change):
+                continue
+            if kind == "new column":
+                hit = step.add is not None and any(c not in table for c in step.add.columns)
+            else:
+                others = [f for number, f in enumerate(files) if number != step.delete]
+                gone = [] if step.delete is None else files[step.delete].columns
+                hit = any(c in table and all(c not in f.columns for f in others) for c in gone)
+            if hit and any(_prunes(data_set, later) for later in case.steps[position + 1 :]):
+                return True
+        return False
+
+    return has
+
+
 def _shadowing(case: Case) -> bool:
     return any(name in f.columns for f in _files(case) for name in SHADOWING)
 
@@ -151,6 +194,10 @@ EDGES: dict[str, Callable[[Case], bool]] = {
     "a scan used twice in one query under reject": _twice_under("reject"),
     "a file deleted between planning and reading": _changed("deleted"),
     "a file added between planning and reading": _changed("added"),
+    "a file with a new column added, then a pruned query": _changed_then_pruned("new column"),
+    "the only file with a column deleted, then a pruned query": _changed_then_pruned(
+        "gone column"
+    ),
 }
 
 SEEDS: dict[str, int] = {
@@ -164,7 +211,7 @@ SEEDS: dict[str, int] = {
     "integers past 2^53 in json": 0,  # 6 draws
     "integers past 2^53 in csv": 1,  # 7 draws
     "integers past 2^53 in parquet": 0,  # 9 draws
-    "integers past 2^53 widened to double": 0,  # 9 draws
+    "integers past 2^53 widened to double": 13,  # 6 draws
     "lists with nulls under rescue": 3,  # 4 draws
     "headerless csv with ragged records": 1,  # 10 draws
     "a type clash inside the sample": 12,  # 7 draws
@@ -178,6 +225,8 @@ SEEDS: dict[str, int] = {
     "a scan used twice in one query under reject": 0,  # 7 draws
     "a file deleted between planning and reading": 0,  # 3 draws
     "a file added between planning and reading": 0,  # 2 draws
+    "a file with a new column added, then a pruned query": 6,  # 11 draws
+    "the only file with a column deleted, then a pruned query": 11,  # 10 draws
 }
 """Per edge, the seed (of the first 30) whose draws reach it soonest, and after how many."""
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from connect_plugin.errors import SchemaEvolutionError
 from connect_plugin.scanning import ScanReader, ScanSpec, clear_schema_cache, plan_scan, predicates
 from connect_plugin.scanning.choices import Partitioning
 from connect_plugin.scanning.planning.kept import kept_plan, planned_text, replanned
@@ -72,9 +73,7 @@ def test_the_text_keeps_types_implicit_columns_and_hive_keys(tmp_path: Path) -> 
             pa.field("where", pa.string(), metadata={"connect_plugin.implicit": "fqn"}),
         ]
     )
-    spec = ScanSpec(
-        [str(tmp_path)], "json", partitioning=Partitioning.HIVE, provided_schema=schema
-    )
+    spec = ScanSpec([str(tmp_path)], "json", partitioning=Partitioning.HIVE, provided_schema=schema)
     plan = plan_scan(spec)
     again = replanned(spec, planned_text(plan))
     assert again is not None
@@ -105,3 +104,12 @@ def test_an_unreadable_kept_plan_is_planned_anew(months: Path, tmp_path: Path) -
     kept.write_text("{not json")
     assert kept_plan(spec_of(months), str(kept)).schema.names == ["id", "qty", "name", "month"]
     assert kept.read_text() == "{not json"
+
+
+def test_fail_on_new_columns_fails_on_a_new_files_column(months: Path, tmp_path: Path) -> None:
+    kept = str(tmp_path / "kept.json")
+    spec = ScanSpec([str(months / "month=3")], "json", evolution="fail_on_new_columns")  # type: ignore[arg-type]
+    assert kept_plan(spec, kept).schema.names == ["id", "qty"]
+    write_json(months / "month=3" / "c.json", [{"id": 3, "extra": "e"}])
+    with pytest.raises(SchemaEvolutionError, match="extra"):
+        read(spec, ScanReader(kept_plan(spec, kept)))
