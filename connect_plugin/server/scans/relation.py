@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
 from pyspark.sql.types import StructType
 
 from connect_plugin import proto
-from connect_plugin.errors import InvalidScanSpec, PlanError, UpstreamFailed
+from connect_plugin.errors import InvalidScanSpec, PlanError, UpstreamFailed, WorkspaceError
 from connect_plugin.scanning import (
     FileFilter,
     Format,
@@ -69,6 +70,8 @@ from connect_plugin.server.statements.handlers import CachedScans, Call, Handler
 from connect_plugin.server.table_files.temp_table import new_files_stamp
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
+
+log = logging.getLogger(__name__)
 
 _SPARK_OPTION_NAMES = {"sep": "delimiter"}
 _CALL_ID = re.compile(r"[0-9a-f]{32}")
@@ -147,7 +150,16 @@ class Scans:
                 "set by connect_plugin.scan(), one per call"
             )
         name = hashlib.sha256(f"{call_id}:{spec.scan_id}".encode()).hexdigest()[:32] + ".json"
-        return str(self._sessions.kept_plan(session, name, self._workspace.scans_folder))
+        try:
+            return str(self._sessions.kept_plan(session, name, self._workspace.scans_folder))
+        except WorkspaceError as exc:
+            log.warning(
+                "session %s: no plan of its scans is kept, each is planned from the files "
+                "there are (a DataFrame's columns may change with its files): %s",
+                session.session_id,
+                exc,
+            )
+            return ""
 
     async def options_read(self, call: Call, options: ScanOptions) -> ScanRead:
         """The read of a scan given as text options (``CREATE TEMPORARY VIEW ... USING scan``)."""
