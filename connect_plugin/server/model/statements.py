@@ -171,6 +171,9 @@ class InsertInto(Statement):
     others: tuple[Name, ...] = ()
     """The further tables of a Hive multi-insert (``FROM src INSERT INTO a ... INSERT INTO
     b ...``)."""
+    partition_rows: spark_proto.Relation | None = None
+    """The query of an INSERT with a PARTITION clause (``clause``), which Spark runs as
+    written: its rows give the table's data columns first, in order."""
 
 
 @dataclass(frozen=True)

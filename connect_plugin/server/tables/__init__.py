@@ -1,8 +1,9 @@
 """Temporary tables by statement: create, find, read, insert into, change and guard them.
 
 Owns what each format holds exactly (``lossless``) and the values it
-refuses as they are written (``value_checks``); ``CREATE TEMPORARY TABLE``
-and its input (``create``, ``table_input``); a new version of a table,
+refuses as they are written (``value_checks``) or before (orc's zeros of
+both signs, ``zero_signs``); ``CREATE TEMPORARY TABLE`` and its input
+(``create``, ``table_input``); a new version of a table,
 written and named or undone (``versions``), and a table rewritten whole by
 a plan of its new rows (``rewrites``); the partition folders every version
 of a partitioned table shows Spark (``partition_folders``); a session's

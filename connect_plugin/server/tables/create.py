@@ -35,6 +35,7 @@ from connect_plugin.server.tables.lossless import layout
 from connect_plugin.server.tables.table_input import check_shape, shaped_input
 from connect_plugin.server.tables.value_checks import checked, rules
 from connect_plugin.server.tables.versions import TableVersions
+from connect_plugin.server.tables.zero_signs import refuse_zeros_of_both_signs, zero_columns
 from connect_plugin.server.transport.liveness import Liveness, probe
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 
@@ -88,6 +89,9 @@ class TableCreator:
         written = check_shape(source.schema, request.partition_columns, fmt, name)
         files = layout(name, fmt, written, request.partition_columns, request.options)
         relation = checked(source.relation, name, rules(fmt, written, request.partition_columns))
+        await refuse_zeros_of_both_signs(
+            upstream, source.relation, name, zero_columns(fmt, written, request.partition_columns)
+        )
         log.info("Temporary table [%s] is being created.", name)
         try:
             location = self._workspace.new_table_folder(context.session_id)

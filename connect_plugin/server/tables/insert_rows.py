@@ -41,6 +41,7 @@ from connect_plugin.server.statements.results import refreshed
 from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.table_files.writes import ProgressSink, stop_write
 from connect_plugin.server.tables.value_checks import Rule, checked, rules
+from connect_plugin.server.tables.zero_signs import refuse_zeros_of_both_signs, zero_columns
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import UpstreamSession
 
@@ -51,9 +52,16 @@ _STORED = "__connect_plugin_column{}"
 
 
 def table_rules(table: TempTable) -> list[Rule]:
-    """The value rules of an existing table (none: an INSERT needs no checking)."""
+    """The value rules of an existing table (none: an INSERT needs no checking, unless it has
+    ``table_zero_columns``)."""
     schema = StructType.fromJson(_json(table.schema_json))
     return rules(table.format, schema, table.partition_columns)
+
+
+def table_zero_columns(table: TempTable) -> list[StructField]:
+    """The columns of an existing table an INSERT must not give zeros of both signs."""
+    schema = StructType.fromJson(_json(table.schema_json))
+    return zero_columns(table.format, schema, table.partition_columns)
 
 
 async def checked_input(
@@ -69,8 +77,8 @@ async def checked_input(
     list, a query of another width than the table is left as it is: Spark
     refuses the insert with its own error before writing anything.
     """
-    found = table_rules(table)
-    if not found:
+    found, zeros = table_rules(table), table_zero_columns(table)
+    if not found and not zeros:
         return query
     given = proto_schema_to_pyspark_data_type(await upstream.schema(query))
     target = StructType.fromJson(_json(table.schema_json))
@@ -81,15 +89,50 @@ async def checked_input(
     ordered = _in_table_order(query, len(given.fields), target, sources, _STORED.format)
     positions = {f.name: i for i, f in enumerate(target.fields)}
 
-    def value_of(rule: Rule) -> str:
-        at = positions[rule.column]
+    def stored(name: str, data_type: DataType) -> str:
+        at = positions[name]
         column = quote_identifier(_STORED.format(at))
         source = sources[at]
-        if source is None or sql_type(given.fields[source].dataType) == sql_type(rule.data_type):
+        if source is None or sql_type(given.fields[source].dataType) == sql_type(data_type):
             return column
-        return f"try_cast({column} AS {sql_type(rule.data_type)})"
+        return f"try_cast({column} AS {sql_type(data_type)})"
 
-    return checked(ordered, table.name, found, value_of)
+    await refuse_zeros_of_both_signs(
+        upstream, ordered, table.name, zeros, lambda f: stored(f.name, f.dataType)
+    )
+    return checked(ordered, table.name, found, lambda r: stored(r.column, r.data_type))
+
+
+async def refuse_zeros_before_partition_insert(
+    upstream: UpstreamSession, table: TempTable, query: spark_proto.Relation
+) -> None:
+    """Refuse an INSERT with a PARTITION clause whose ``query`` gives a column of
+    ``table_zero_columns`` zeros of both signs: its first columns are the table's data
+    columns, in order (a query Spark cannot take is left for Spark to refuse)."""
+    zeros = table_zero_columns(table)
+    if not zeros:
+        return
+    try:
+        given = proto_schema_to_pyspark_data_type(await upstream.schema(query))
+    except UpstreamFailed:
+        return
+    assert isinstance(given, StructType)
+    partitions = {c.lower() for c in table.partition_columns}
+    target = StructType.fromJson(_json(table.schema_json))
+    data = StructType([f for f in target.fields if f.name.lower() not in partitions])
+    if len(given.fields) < len(data.fields):
+        return
+    width = len(given.fields)
+    ordered = _in_table_order(query, width, data, range(len(data.fields)), _STORED.format)
+    at = {f.name: i for i, f in enumerate(data.fields)}
+
+    def stored(field: StructField) -> str:
+        column = quote_identifier(_STORED.format(at[field.name]))
+        if sql_type(given.fields[at[field.name]].dataType) == sql_type(field.dataType):
+            return column
+        return f"try_cast({column} AS {sql_type(field.dataType)})"
+
+    await refuse_zeros_of_both_signs(upstream, ordered, table.name, zeros, stored)
 
 
 async def table_rows(

@@ -31,9 +31,11 @@ from connect_plugin.server.table_files.views import files_relation
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.insert_rows import (
     checked_input,
+    refuse_zeros_before_partition_insert,
     run_insert,
     table_rows,
     table_rules,
+    table_zero_columns,
 )
 from connect_plugin.server.tables.overwrites import (
     replaces_partitions,
@@ -111,6 +113,10 @@ class InsertIntoHandler(Handler[InsertInto]):
                 cursor.at = start
                 return InsertInto(name, overwrite, clause="a column list")
         clause = _insert_clause(cursor)
+        if clause == "a PARTITION clause" and not lead:
+            rows = _after_partition_spec(cursor)
+            relation = cursor.sql.relation_of(rows) if rows else None
+            return InsertInto(name, overwrite, clause=clause, partition_rows=relation)
         query = cursor.rest()
         if clause or not query.strip():
             return InsertInto(name, overwrite, clause=clause or "no query")
@@ -208,8 +214,8 @@ class InsertIntoHandler(Handler[InsertInto]):
             await secure()
             return _ran(table.name)
 
-        found = table_rules(table)
-        if not found:
+        found, zeros = table_rules(table), table_zero_columns(table)
+        if not found and not zeros:
             return Outcome(after=secure)
         upstream = self._upstream.session(call.context)
         if request.write is not None:
@@ -219,6 +225,12 @@ class InsertIntoHandler(Handler[InsertInto]):
                     request.write.input.CopyFrom(source)
             return Outcome(after=secure)
         if request.query is None:
+            if not found:
+                if request.partition_rows is not None:
+                    await refuse_zeros_before_partition_insert(
+                        upstream, table, request.partition_rows
+                    )
+                return Outcome(after=secure)
             held = ", ".join(f"[{r.column}]" for r in found if r.refuser != NOT_NULL)
             not_null = ", ".join(f"[{r.column}]" for r in found if r.refuser == NOT_NULL)
             why = " and ".join(
@@ -316,6 +328,21 @@ def _further_targets(cursor: Cursor) -> tuple[Name, ...]:
         cursor.accept("TABLE")
         found.append(cursor.name("a table name"))
     return tuple(found)
+
+
+def _after_partition_spec(cursor: Cursor) -> str:
+    """The query after ``PARTITION (...) [IF NOT EXISTS]`` ('' when there is none to find)."""
+    start = cursor.at
+    try:
+        cursor.expect("PARTITION", "PARTITION")
+        cursor.parenthesized("a partition spec")
+    except StatementSyntaxError:
+        return ""
+    else:
+        cursor.accept("IF", "NOT", "EXISTS")
+        return cursor.statement_rest()
+    finally:
+        cursor.at = start
 
 
 def _insert_clause(cursor: Cursor) -> str:

@@ -47,6 +47,7 @@ from connect_plugin.server.table_files.writes import ProgressSink, Written
 from connect_plugin.server.tables.catalog import Tables
 from connect_plugin.server.tables.value_checks import checked, rules
 from connect_plugin.server.tables.versions import TableVersions
+from connect_plugin.server.tables.zero_signs import refuse_zeros_of_both_signs, zero_columns
 from connect_plugin.server.transport.upstream import SessionContext, Upstream, UpstreamSession
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,12 @@ class Rewriting:
         schema = StructType.fromJson(json.loads(table.schema_json))
         relation = checked(
             rewrite.relation, table.name, rules(table.format, schema, table.partition_columns)
+        )
+        await refuse_zeros_of_both_signs(
+            self.upstream,
+            rewrite.relation,
+            table.name,
+            zero_columns(table.format, schema, table.partition_columns),
         )
         log.info("Temporary table [%s] is being rewritten.", table.name)
         try:
