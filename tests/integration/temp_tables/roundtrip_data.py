@@ -71,6 +71,9 @@ ORC_SKIPPED_INSTANTS = (
 )
 ORC_LATE_SECOND = (EPOCH - 999_000 * MICROSECOND, EPOCH)
 """Instants orc reads back one second later: 1969-12-31 23:59:59.001 up to the epoch."""
+ZEROS = st.sampled_from([-0.0, 0.0])
+"""Zeros of both signs, drawn often enough to meet in one column: orc's reader read a 0.0
+written after a -0.0 back as -0.0 (issue 45)."""
 
 _ATOMIC: list[DataType] = [
     NullType(), BooleanType(), ByteType(), ShortType(), IntegerType(), LongType(), FloatType(),
@@ -225,9 +228,9 @@ def _non_null(data_type: DataType) -> st.SearchStrategy[Any]:
         bits = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}[type(data_type)]
         return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
     if isinstance(data_type, FloatType):
-        return st.floats(width=32)
+        return st.one_of(st.floats(width=32), ZEROS)
     if isinstance(data_type, DoubleType):
-        return st.floats()
+        return st.one_of(st.floats(), ZEROS)
     if isinstance(data_type, DecimalType):
         return _decimals(data_type)
     if isinstance(data_type, StringType):
@@ -299,6 +302,10 @@ def expected_refusal(fmt: str, table: Table) -> tuple[str, str] | None:
         if reason:
             return field.name, reason
     at = {f.name: i for i, f in enumerate(table.schema.fields)}
+    for field in data:
+        column = [row[at[field.name]] for row in table.rows]
+        if fmt == "orc" and zeros_of_both_signs(column, field.dataType):
+            return field.name, "orc zeros of both signs"
     for field in table.schema.fields:
         column = [row[at[field.name]] for row in table.rows]
         if field.name == table.partition:
@@ -370,6 +377,37 @@ def _orc_moves(value: Any, data_type: DataType) -> bool:
     if isinstance(data_type, StructType):
         return any(_orc_moves(v, f.dataType) for v, f in zip(value, data_type.fields, strict=True))
     return False
+
+
+def zeros_of_both_signs(column: Sequence[Any], data_type: DataType) -> bool:
+    """Whether one float or double place of a column (a struct's field, an array's elements,
+    a map's keys or values: orc stores each apart) holds both a -0.0 and a 0.0 in ``column``'s
+    values, which the gateway refuses before writing them to orc: its reader may read such
+    zeros back with one sign."""
+    signs: dict[tuple[str, ...], set[bool]] = {}
+    for value in column:
+        _zero_signs(value, data_type, (), signs)
+    return any(len(found) == 2 for found in signs.values())
+
+
+def _zero_signs(
+    value: Any, data_type: DataType, place: tuple[str, ...], signs: dict[tuple[str, ...], set[bool]]
+) -> None:
+    if value is None:
+        return
+    if isinstance(data_type, (FloatType, DoubleType)):
+        if value == 0:
+            signs.setdefault(place, set()).add(math.copysign(1.0, value) < 0)
+    elif isinstance(data_type, ArrayType):
+        for element in value:
+            _zero_signs(element, data_type.elementType, (*place, "[]"), signs)
+    elif isinstance(data_type, MapType):
+        for key, item in value.items():
+            _zero_signs(key, data_type.keyType, (*place, "key"), signs)
+            _zero_signs(item, data_type.valueType, (*place, "value"), signs)
+    elif isinstance(data_type, StructType):
+        for item, field in zip(value, data_type.fields, strict=True):
+            _zero_signs(item, field.dataType, (*place, field.name), signs)
 
 
 def exact(value: Any, data_type: DataType) -> Any:
