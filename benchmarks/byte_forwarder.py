@@ -7,6 +7,13 @@ has); nothing is decoded, counted or logged. Run as its own process, as the
 gateway is:
 
     python -m benchmarks.byte_forwarder --upstream 127.0.0.1:15002 --port 15010
+
+With ``--answer-releases`` it does the least any gateway that serves the
+client's calls and sends Spark only three per small query must do: it
+answers a ``ReleaseExecute`` up to a response itself (the ids of the request,
+and the server-side session id learnt from the session's ``Config`` answers)
+and sends on only the one that releases all. Its CPU per query is the floor
+of such a gateway in grpc.aio.
 """
 
 from __future__ import annotations
@@ -65,7 +72,33 @@ def _stream(upstream: Callable[..., Any]) -> Callable[[Any, Any], AsyncIterator[
     return relay
 
 
-def handler(channel: grpc.aio.Channel) -> grpc.GenericRpcHandler:
+class _Releases:
+    """Answers the releases up to a response; sends on the releases of all."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self._config = _single(channel.unary_unary(f"/{SERVICE.full_name}/Config"))
+        self._release = _single(channel.unary_unary(f"/{SERVICE.full_name}/ReleaseExecute"))
+        self._server_sessions: dict[str, str] = {}
+
+    async def config(self, request: bytes, context: Any) -> bytes:
+        response: bytes = await self._config(request, context)
+        answer = base_pb2.ConfigResponse.FromString(response)
+        self._server_sessions[answer.session_id] = answer.server_side_session_id
+        return response
+
+    async def release(self, request: bytes, context: Any) -> bytes:
+        asked = base_pb2.ReleaseExecuteRequest.FromString(request)
+        if asked.HasField("release_all"):
+            released: bytes = await self._release(request, context)
+            return released
+        return base_pb2.ReleaseExecuteResponse(
+            session_id=asked.session_id,
+            server_side_session_id=self._server_sessions.get(asked.session_id, ""),
+            operation_id=asked.operation_id,
+        ).SerializeToString()
+
+
+def handler(channel: grpc.aio.Channel, answer_releases: bool = False) -> grpc.GenericRpcHandler:
     handlers = {}
     for method in SERVICE.methods:
         path = f"/{SERVICE.full_name}/{method.name}"
@@ -86,13 +119,17 @@ def handler(channel: grpc.aio.Channel) -> grpc.GenericRpcHandler:
             handlers[method.name] = grpc.stream_stream_rpc_method_handler(
                 _stream(channel.stream_stream(path))
             )
+    if answer_releases:
+        releases = _Releases(channel)
+        handlers["Config"] = grpc.unary_unary_rpc_method_handler(releases.config)
+        handlers["ReleaseExecute"] = grpc.unary_unary_rpc_method_handler(releases.release)
     return grpc.method_handlers_generic_handler(SERVICE.full_name, handlers)
 
 
-async def serve(upstream: str, port: int) -> None:
+async def serve(upstream: str, port: int, answer_releases: bool = False) -> None:
     channel = grpc.aio.insecure_channel(upstream, options=_UNBOUNDED)
     server = grpc.aio.server(options=_UNBOUNDED)
-    server.add_generic_rpc_handlers((handler(channel),))
+    server.add_generic_rpc_handlers((handler(channel, answer_releases),))
     bound = server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     print(f"forwarding at 127.0.0.1:{bound}", flush=True)
@@ -103,8 +140,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--upstream", required=True, help="host:port of the Spark Connect server")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument(
+        "--answer-releases",
+        action="store_true",
+        help="answer releases up to a response; send on only the releases of all",
+    )
     args = parser.parse_args()
-    asyncio.run(serve(args.upstream, args.port))
+    asyncio.run(serve(args.upstream, args.port, args.answer_releases))
 
 
 if __name__ == "__main__":

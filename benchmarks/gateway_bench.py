@@ -1,7 +1,11 @@
 """What the gateway costs: a large toArrow() and a tiny query, direct vs through it.
 
-Five paths: direct; a minimal grpc.aio forwarder of bytes (``byte_forwarder``,
-the floor a Python gateway is measured against); the gateway; the gateway
+Six paths: direct; a minimal grpc.aio forwarder of bytes (``byte_forwarder``,
+what a Python gateway is measured against); that forwarder answering the
+client's releases up to a response itself (``--answer-releases``: the least
+any gateway that serves the client's calls and sends Spark three per small
+query does, so the floor of the gateway's CPU and latency in grpc.aio); the
+gateway; the gateway
 with Prometheus metrics on (``--metrics-port``); and the gateway with tokens
 (``--auth-tokens``; the client sends its ``authorization`` header in plaintext
 over loopback, so the figure is the tokens' own cost, not TLS's), where every
@@ -13,8 +17,8 @@ deployed, so they do not share the client's interpreter lock.
 
 Printed: the large result's time against direct; the tiny query's p50 and
 p99 on each path, and what the gateway adds to direct's; each process's own
-CPU time per tiny query (the gateway's against the forwarder's); the
-queries per second of 8 clients at once (each its own session, in threads)
+CPU time per tiny query (the gateway's and the floor's against the
+forwarder's); the queries per second of 8 clients at once (each its own session, in threads)
 against direct; and the calls the gateway sent on to Spark per tiny query,
 by method (``connect_plugin_upstream_calls_total`` of the metered gateway).
 Targets (DESIGN.md, issue 48): gateway CPU per tiny query <= 0.6x the
@@ -58,8 +62,10 @@ UPSTREAM_CALLS_TARGET = 3.0
 TOKENS_COST_TARGET = 1.10
 """Tokens-on over tokens-off p50 of a tiny query: the rewrite should cost under ~10%."""
 METRICS_CPU_TARGET = 1.03
-PATHS = ("direct", "forwarder", "gateway", "metrics", "tokens")
-CROWDED = ("direct", "forwarder", "gateway")
+PATHS = ("direct", "forwarder", "floor", "gateway", "metrics", "tokens")
+LARGE = tuple(name for name in PATHS if name != "floor")
+"""The paths of the large result (the floor's releases are too few there to tell)."""
+CROWDED = ("direct", "forwarder", "floor", "gateway")
 """The paths 8 clients are measured on."""
 
 
@@ -133,10 +139,10 @@ def _start_gateway(
     return _ready(command, port), port
 
 
-def _start_forwarder(upstream: str) -> tuple[subprocess.Popen[str], int]:
+def _start_forwarder(upstream: str, *extra: str) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
     target = upstream.removeprefix("sc://").split("/")[0]
-    command = [sys.executable, "-m", "benchmarks.byte_forwarder", "--upstream", target]
+    command = [sys.executable, "-m", "benchmarks.byte_forwarder", "--upstream", target, *extra]
     return _ready([*command, "--port", str(port)], port), port
 
 
@@ -186,6 +192,8 @@ def main() -> None:
         try:
             forwarder, forwarder_port = _start_forwarder(upstream.address)
             processes.append(forwarder)
+            floor, floor_port = _start_forwarder(upstream.address, "--answer-releases")
+            processes.append(floor)
             plain, port = _start_gateway(upstream.address, Path(tmp) / "ws")
             processes.append(plain)
             metrics_port = free_port()
@@ -200,6 +208,7 @@ def main() -> None:
             addresses = {
                 "direct": upstream.address,
                 "forwarder": f"sc://127.0.0.1:{forwarder_port}",
+                "floor": f"sc://127.0.0.1:{floor_port}",
                 "gateway": f"sc://127.0.0.1:{port}",
                 "metrics": f"sc://127.0.0.1:{metered_port}",
                 "tokens": f"sc://127.0.0.1:{tokens_port}/;authorization=Bearer%20{token}",
@@ -215,21 +224,27 @@ def main() -> None:
                 for name in CROWDED
             }
             try:
-                for spark in sessions.values():
-                    _large(spark)
+                for name, spark in sessions.items():
+                    if name in LARGE:
+                        _large(spark)
                     for _ in range(20):
                         _small(spark)
                 for crowd in crowds.values():
                     for spark in crowd:
                         _small(spark)
-                times: dict[str, list[float]] = {name: [] for name in PATHS}
+                times: dict[str, list[float]] = {name: [] for name in LARGE}
                 size = 0
                 for _ in range(LARGE_RUNS):
-                    for name in PATHS:
+                    for name in LARGE:
                         seconds, size = _large(sessions[name])
                         times[name].append(seconds)
                 latency: dict[str, list[float]] = {name: [] for name in PATHS}
-                pids = {"forwarder": forwarder.pid, "gateway": plain.pid, "metrics": metered.pid}
+                pids = {
+                    "forwarder": forwarder.pid,
+                    "floor": floor.pid,
+                    "gateway": plain.pid,
+                    "metrics": metered.pid,
+                }
                 cpu_before = {name: _cpu_s(pid) for name, pid in pids.items()}
                 calls_before = _upstream_calls(metrics_port)
                 for _ in range(SMALL_RUNS):
@@ -254,10 +269,10 @@ def main() -> None:
             upstream.stop()
 
     mb = size / 1e6
-    median = {name: statistics.median(times[name]) for name in PATHS}
+    median = {name: statistics.median(times[name]) for name in LARGE}
     d = median["direct"]
     print(f"toArrow() of {mb:.0f} MB ({LARGE_ROWS:,} rows), median of {LARGE_RUNS}:")
-    for name in PATHS:
+    for name in LARGE:
         print(f"  {name:9s} {median[name]:.3f} s  ({mb / median[name]:.0f} MB/s)")
     for name in ("forwarder", "gateway"):
         ratio = d / median[name]
@@ -275,13 +290,13 @@ def main() -> None:
             f"  {name:9s} p50 {_percentile(values, 0.5) * 1e3:.2f} ms"
             f"  p99 {_percentile(values, 0.99) * 1e3:.2f} ms"
         )
-    for name in ("forwarder", "gateway"):
+    for name in ("forwarder", "floor", "gateway"):
         added = {
             q: (_percentile(latency[name], q) - _percentile(latency["direct"], q)) * 1e3
             for q in (0.5, 0.99)
         }
-        if name == "forwarder":
-            print(f"  added by the forwarder: p50 {added[0.5]:.2f} ms, p99 {added[0.99]:.2f} ms")
+        if name != "gateway":
+            print(f"  added by the {name}: p50 {added[0.5]:.2f} ms, p99 {added[0.99]:.2f} ms")
             continue
         print(
             f"  added by the gateway: p50 {added[0.5]:.2f} ms (target <= {ADDED_P50_TARGET_MS} ms: "
@@ -293,6 +308,11 @@ def main() -> None:
         f"  CPU per query: gateway {cpu['gateway'] * 1e3:.2f} ms, forwarder "
         f"{cpu['forwarder'] * 1e3:.2f} ms, ratio {ratio:.3f} "
         f"(target <= {CPU_TARGET}: {_verdict(ratio <= CPU_TARGET)})"
+    )
+    print(
+        f"  CPU per query of the floor (releases answered) {cpu['floor'] * 1e3:.2f} ms: "
+        f"forwarder {cpu['floor'] / cpu['forwarder']:.3f}, gateway/floor "
+        f"{cpu['gateway'] / cpu['floor']:.3f}"
     )
     metered_cpu = cpu["metrics"] / cpu["gateway"]
     print(
@@ -317,7 +337,7 @@ def main() -> None:
     rate = {name: statistics.median(rates[name]) for name in CROWDED}
     for name in CROWDED:
         print(f"  {name:9s} {rate[name]:.0f} queries/s")
-    for name in ("forwarder", "gateway"):
+    for name in ("forwarder", "floor", "gateway"):
         ratio = rate[name] / rate["direct"]
         verdict = _verdict(ratio >= THROUGHPUT_TARGET)
         print(f"  ratio {name}/direct = {ratio:.3f}  (target >= {THROUGHPUT_TARGET}: {verdict})")
