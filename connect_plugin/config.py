@@ -147,6 +147,10 @@ class Config:
     """The driver (heap) memory of each engine started here (``spark.driver.memory``)."""
     engine_cores: int = 1
     """The cores each engine started here runs its tasks on (``local[N]``)."""
+    engine_os_users: tuple[str, ...] = ()
+    """``owner=os_user`` per user or group: the operating-system user (made by the operator)
+    that owner's engine started here runs as; the gateway must run as root. Set, every owner
+    needs one, and no two owners share one (``server.engine_users``)."""
 
     def __post_init__(self) -> None:
         if self.log_level.upper() not in LOG_LEVELS:
@@ -227,6 +231,12 @@ class Config:
                 f"engine_idle_timeout_s {self.engine_idle_timeout_s!r} must be positive (or 0: never)"
             )
         static = self.static_engines
+        os_users = self.os_users_of_engines
+        if os_users and (self.share_level == "server" or not self.local):
+            raise ConfigError(
+                "engine_os_users names the operating-system user of each engine started here: "
+                "set share_level to user or group, with local"
+            )
         if self.share_level == "server":
             if static:
                 raise ConfigError(
@@ -263,6 +273,25 @@ class Config:
             if owner in found:
                 raise ConfigError(f"engines names {owner!r} twice")
             found[owner] = parse_upstream("sc://" + address.strip())
+        return found
+
+    @property
+    def os_users_of_engines(self) -> dict[str, str]:
+        """The operating-system user of each owner's engine (``engine_os_users``), by owner;
+        ``ConfigError`` naming a bad entry, an owner named twice or a user given twice."""
+        found: dict[str, str] = {}
+        for entry in self.engine_os_users:
+            owner, sep, os_user = (part.strip() for part in entry.partition("="))
+            if not sep or not owner or not os_user:
+                raise ConfigError(f"engine_os_users entry {entry!r}: write owner=os_user")
+            if owner in found:
+                raise ConfigError(f"engine_os_users names {owner!r} twice")
+            if os_user in found.values():
+                raise ConfigError(
+                    f"engine_os_users gives the operating-system user {os_user!r} to two "
+                    "owners: each engine needs a user of its own, or its files are the other's"
+                )
+            found[owner] = os_user
         return found
 
     @property

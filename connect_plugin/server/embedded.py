@@ -33,6 +33,7 @@ from connect_plugin.spark_processes.class_archive import (
     archive_use,
     with_option,
 )
+from connect_plugin.spark_processes.process_users import as_user, user_options
 from connect_plugin.spark_processes.worker_forks import WorkerForks
 from connect_plugin.worker_python import FORKS_VARIABLE, launcher
 
@@ -130,6 +131,8 @@ class EmbeddedSparkConnect:
         class_archive: Path | None = None,
         worker_forks: bool = True,
         jvm_options: tuple[str, ...] = (),
+        run_as: tuple[int, int] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         """``state_dir``: the JVM's working folder, holding ``warehouse/`` and, unless
         ``log_path`` says otherwise, ``logs/spark-connect.log``. ``home``: a Spark
@@ -143,7 +146,9 @@ class EmbeddedSparkConnect:
         the JVM's clean exit when not (``class_archive``); None: none. ``worker_forks``:
         with the launcher, a fork server beside the JVM starts each Python worker daemon
         already loaded (``connect_plugin.spark_processes.worker_forks``). ``jvm_options``:
-        added to the JVM's ``SPARK_SUBMIT_OPTS``."""
+        added to the JVM's ``SPARK_SUBMIT_OPTS``. ``run_as``: the (uid, gid) the JVM and the
+        fork server run as, with no other group and umask ``077`` (the caller is root);
+        ``extra_env``: over this process's environment for both."""
         self.host = host
         self.port = port or free_port(host)
         self.master = master
@@ -159,8 +164,12 @@ class EmbeddedSparkConnect:
         self.token = token
         self.class_archive = class_archive
         self.jvm_options = jvm_options
+        self.run_as = run_as
+        self.extra_env = dict(extra_env or {})
         self._forks = (
-            WorkerForks(interpreter) if worker_forks and self.python != interpreter else None
+            WorkerForks(interpreter, run_as, self.extra_env)
+            if worker_forks and self.python != interpreter
+            else None
         )
         self._archive_use: ArchiveUse | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -203,6 +212,7 @@ class EmbeddedSparkConnect:
             SPARK_CONNECT_MODE="0",
         )
         env.pop("SPARK_REMOTE", None)
+        env.update(self.extra_env)
         if self.token is not None:
             env[TOKEN_VARIABLE] = self.token
         for option in self.jvm_options:
@@ -224,13 +234,14 @@ class EmbeddedSparkConnect:
             if self._forks is not None:
                 env[FORKS_VARIABLE] = self._forks.start(output)
             self._process = subprocess.Popen(
-                self.command(),
+                as_user(self.command(), self.run_as),
                 env=env,
                 cwd=self.state_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                **user_options(self.run_as),
             )
         finally:
             if output is not subprocess.DEVNULL:

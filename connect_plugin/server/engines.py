@@ -22,6 +22,9 @@ session it held ends with it: the gateway's state of each goes (``lost``:
 temporary tables unlisted, their files deleted), and each later call of
 such a session is refused with ``SessionClosed`` naming the cause, until
 the client releases it; the owner's next new session starts a new engine.
+With ``engine_os_users`` (a gateway run as root), each engine started here
+runs as its owner's operating-system user (``engine_users``); an owner with
+none is refused with ``NoEngine``, never run as root.
 A gateway that starts stops the engines a gateway with its state folder left
 behind when it died (``stop_strays``): their tokens went with it.
 """
@@ -32,6 +35,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +47,7 @@ from google.protobuf.message import Message
 from connect_plugin.config import Config
 from connect_plugin.errors import NoEngine, QuotaExceeded, SessionClosed
 from connect_plugin.server.engine_process import LocalEngine, stop_strays
+from connect_plugin.server.engine_users import EngineUser, engine_users
 from connect_plugin.server.transport.channels import channel_to
 from connect_plugin.upstream_url import UpstreamUrl
 
@@ -101,6 +106,8 @@ class Engines:
         self._extra_conf = dict(extra_conf or {})
         self._jvm_options = jvm_options
         self._static: Mapping[str, UpstreamUrl] = config.static_engines
+        self.os_users: dict[str, EngineUser] = engine_users(config)
+        """The operating-system user of each owner's engine (none: the gateway's user)."""
         self._running: dict[str, Engine] = {}
         self._starting: dict[str, asyncio.Future[Engine]] = {}
         self._processes: set[LocalEngine] = set()
@@ -130,6 +137,17 @@ class Engines:
                 "to its own Spark; add the group after the user's token in the tokens file"
             )
         return group
+
+    def os_user_of(self, user: str) -> EngineUser | None:
+        """The operating-system user ``user``'s engine runs as (None: the gateway's)."""
+        try:
+            return self.os_users.get(self.owner_of(user))
+        except NoEngine:
+            return None
+
+    def os_uids(self) -> set[int]:
+        """The users this gateway's engines and their Python workers run as, its own too."""
+        return {os.getuid(), *(user.uid for user in self.os_users.values())}
 
     @property
     def running(self) -> int:
@@ -203,6 +221,12 @@ class Engines:
                 f"no Spark Connect engine for {self.config.share_level} {owner!r}: name one "
                 "in engines (owner=sc://host:port), or start engines here with local"
             )
+        if self.os_users and owner not in self.os_users:
+            raise NoEngine(
+                f"no operating-system user for the engine of {self.config.share_level} "
+                f"{owner!r}: engine_os_users names one for each owner whose engine starts here; "
+                f"add {owner}=<user> (a user made for it, e.g. by useradd)"
+            )
         limit = self.config.max_engines
         if limit and self.running + self.starting >= limit:
             raise QuotaExceeded(
@@ -218,7 +242,9 @@ class Engines:
         return task
 
     async def _start(self, owner: str) -> Engine:
-        process = LocalEngine(self.config, owner, self._extra_conf, self._jvm_options)
+        process = LocalEngine(
+            self.config, owner, self._extra_conf, self._jvm_options, self.os_users.get(owner)
+        )
         self._processes.add(process)
         log.info("starting the Spark Connect engine of %s %r", self.config.share_level, owner)
         try:
@@ -251,6 +277,13 @@ class Engines:
     async def start(self) -> None:
         """Stop the engines a previous run left (``stop_strays``), then sweep while serving."""
         if self.config.local:
+            if os.geteuid() == 0 and not self.os_users:
+                log.warning(
+                    "the gateway runs as root without engine_os_users: every engine, and the "
+                    "code its users run in it, runs as root; name a user per %s in "
+                    "engine_os_users",
+                    self.config.share_level,
+                )
             self.strays = await asyncio.to_thread(stop_strays, self.config.state_dir)
             self._sweeper = asyncio.ensure_future(self._sweep_forever())
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -195,13 +196,19 @@ class Gateway:
         else:
             self.engines = self._engines()
             upstream = Upstream(None, self.engines.channel_now)
-        workspace = Workspace(config.workspace)
+        engines = self.engines
+        workspace = Workspace(
+            config.workspace, None if engines is None else _engine_ids(engines)
+        )
         store = SqliteSessionStore(
             config.registry_path or workspace.private_folder / REGISTRY_FILE
         )
         self.sessions = registry = SessionRegistry(store)
         stopping = config.stop_python_workers
-        release = SessionRelease(registry, workspace, stop_ended if stopping else None)
+        ended = stop_ended
+        if engines is not None and engines.os_users:
+            ended = functools.partial(stop_ended, uids=engines.os_uids())
+        release = SessionRelease(registry, workspace, ended if stopping else None)
         self.recovery = Recovery(config, registry, workspace, upstream, release)
         await self.recovery.run()
         metrics = self._serve_metrics(registry)
@@ -432,3 +439,13 @@ def serve(
             prepared.release()
         raise ConfigError("the gateway needs an upstream Spark Connect server (sc://host:port)")
     return Gateway(config, prepared, engine_conf, engine_jvm_options).start()
+
+
+def _engine_ids(engines: Engines) -> Callable[[str], tuple[int, int] | None]:
+    """The (uid, gid) a user's engine runs as, when it runs as a user of its own."""
+
+    def ids(user: str) -> tuple[int, int] | None:
+        found = engines.os_user_of(user)
+        return None if found is None else found.ids
+
+    return ids

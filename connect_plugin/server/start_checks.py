@@ -63,7 +63,9 @@ def prepare(config: Config) -> Prepared:
     upstream_token = (
         None if config.upstream_token_file is None else UpstreamToken(config.upstream_token_file)
     )
-    lock = Workspace(config.workspace).lock(config.registry_path)
+    lock = Workspace(config.workspace).lock(
+        config.registry_path, passable=bool(config.engine_os_users)
+    )
     try:
         audit = None if config.audit_log is None else open_audit_log(config.audit_log)
     except BaseException:

@@ -22,7 +22,7 @@ the server stops. Two ways bring that memory back:
   daemon for a worker in the instant it stops, that task fails and Spark
   retries it).
 
-Only daemons of this user are looked at; a daemon gets ``SIGTERM``, on which
+Only daemons of this user (or of the users named) are looked at; a daemon gets ``SIGTERM``, on which
 it stops its workers and exits.
 """
 
@@ -33,7 +33,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,9 +63,12 @@ class Daemon:
     two looks changes it."""
 
 
-def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon]:
-    """This user's Python worker daemons, from ``/proc`` (none where there is no ``/proc``);
-    with ``under``, only those descending from that process (a Spark JVM).
+def daemons(
+    proc: Path = Path("/proc"), under: int | None = None, uids: Collection[int] | None = None
+) -> list[Daemon]:
+    """This user's Python worker daemons (those of ``uids``' users when given: a gateway run
+    as root, whose engines run as users of their own), from ``/proc`` (none where there is
+    no ``/proc``); with ``under``, only those descending from that process (a Spark JVM).
 
     A daemon's workers are forks of it, with its command line and
     environment: they count as its workers, not as daemons. A daemon the
@@ -73,7 +76,7 @@ def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon
     its launcher, the process Spark started, which has the daemon's command
     line and environment; the workers are the forked daemon's.
     """
-    uid = os.getuid()
+    wanted = {os.getuid()} if uids is None else set(uids)
     parents: dict[int, int] = {}
     children: dict[int, int] = {}
     found: dict[int, str] = {}
@@ -83,7 +86,7 @@ def daemons(proc: Path = Path("/proc"), under: int | None = None) -> list[Daemon
         if parent is not None:
             parents[pid] = parent
             children[parent] = children.get(parent, 0) + 1
-        if _field(status, b"Uid:") != uid:
+        if _field(status, b"Uid:") not in wanted:
             continue
         arguments = cmdline.split(b"\0")
         if FORK_SERVER_MODULE in arguments:
@@ -159,13 +162,17 @@ def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
 
 
 def stop_session(
-    server_side_session_id: str, proc: Path = Path("/proc"), level: int = logging.INFO
+    server_side_session_id: str,
+    proc: Path = Path("/proc"),
+    level: int = logging.INFO,
+    uids: Collection[int] | None = None,
 ) -> int:
-    """Stop the daemons of one server-side session; how many were stopped (logged at
-    ``level``: a session of the gateway's own is no news to an operator)."""
+    """Stop the daemons of one server-side session (of ``uids``' users when given, as
+    ``daemons``); how many were stopped (logged at ``level``: a session of the gateway's own
+    is no news to an operator)."""
     if not server_side_session_id:
         return 0
-    stopped = [d for d in daemons(proc) if d.session == server_side_session_id]
+    stopped = [d for d in daemons(proc, uids=uids) if d.session == server_side_session_id]
     for daemon in stopped:
         _terminate(daemon.pid)
     if stopped:

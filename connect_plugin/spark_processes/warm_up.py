@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import compileall
 import logging
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -34,16 +35,23 @@ def compile_package() -> bool:
     return bool(compileall.compile_dir(folder, quiet=2, workers=1))
 
 
-def warm_up(address: str) -> float:
-    """Run one scan on the Spark Connect server at ``address``; the seconds it took."""
+def warm_up(
+    address: str, data_dir: Path | None = None, run_as: tuple[int, int] | None = None
+) -> float:
+    """Run one scan on the Spark Connect server at ``address``; the seconds it took. Its file
+    goes in a new folder in ``data_dir`` (default: the system's temporary folder), given to
+    ``run_as`` (uid, gid), the user the server runs as, when that is another."""
     from pyspark.sql import SparkSession
 
     started = time.monotonic()
     if not compile_package():
         log.info("connect_plugin could not be compiled in place; workers compile it themselves")
-    with tempfile.TemporaryDirectory(prefix="connect-plugin-warm-up-") as folder:
+    with tempfile.TemporaryDirectory(prefix="connect-plugin-warm-up-", dir=data_dir) as folder:
         data = Path(folder) / "rows.json"
         data.write_text("".join(f'{{"id": {i}, "name": "n{i}"}}\n' for i in range(ROWS)))
+        if run_as is not None:
+            os.lchown(data, *run_as)
+            os.lchown(folder, *run_as)
         spec = ScanOptions.parse({"path": str(data), "format": "json"}).to_spec()
         spark = SparkSession.builder.remote(address).create()
         try:
@@ -56,7 +64,9 @@ def warm_up(address: str) -> float:
             spark.stop()
     if counted != ROWS:
         log.warning("the warm-up scan counted %d rows of %d", counted, ROWS)
-    stop_session(server_side or "", level=logging.DEBUG)
+    stop_session(
+        server_side or "", level=logging.DEBUG, uids=None if run_as is None else {run_as[0]}
+    )
     seconds = time.monotonic() - started
     log.info("warmed up Spark and its Python workers in %.1f s", seconds)
     return seconds

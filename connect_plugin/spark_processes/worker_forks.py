@@ -51,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
+from connect_plugin.spark_processes.process_users import as_user, user_options
 from connect_plugin.worker_python import (
     DAEMON,
     MESSAGE_BYTES,
@@ -332,9 +333,19 @@ def reseed() -> None:
 class WorkerForks:
     """A fork server started beside a Spark JVM: its process and its private socket folder."""
 
-    def __init__(self, python: str) -> None:
-        """``python``: the interpreter the launcher would run (the one of its environment)."""
+    def __init__(
+        self,
+        python: str,
+        run_as: tuple[int, int] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``python``: the interpreter the launcher would run (the one of its environment);
+        ``run_as``: the (uid, gid) the server runs as (the JVM's, whose launchers it serves),
+        with no other group, who is given its socket folder (in the system's temporary
+        folder: a socket's path is short); ``extra_env``: over this process's environment."""
         self.python = python
+        self.run_as = run_as
+        self.extra_env = dict(extra_env or {})
         self._folder: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -347,15 +358,21 @@ class WorkerForks:
         """Start the server, its errors to ``output`` (None: this process's) and return its
         socket path (it loads for a moment; launchers run the interpreter until it listens)."""
         self._folder = tempfile.mkdtemp(prefix="connect-plugin-forks-")
-        environment = {**os.environ, **SERVER_SETTINGS}
+        if self.run_as is not None:
+            os.lchown(self._folder, *self.run_as)
+        environment = {**os.environ, **self.extra_env, **SERVER_SETTINGS}
         environment.pop("PYTHONPATH", None)
         self._process = subprocess.Popen(
-            [self.python, "-m", __name__, os.path.join(self._folder, SOCKET_NAME)],
+            as_user(
+                [self.python, "-m", __name__, os.path.join(self._folder, SOCKET_NAME)],
+                self.run_as,
+            ),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=output,
             env=environment,
             cwd=self._folder,
+            **user_options(self.run_as),
         )
         assert self.path is not None
         return self.path

@@ -8,6 +8,7 @@ import pytest
 
 from connect_plugin.config import Config, load_config
 from connect_plugin.errors import ConfigError
+from connect_plugin.server.engine_users import engine_users
 
 
 def _conf_dir(tmp_path: Path, body: str) -> Path:
@@ -127,3 +128,39 @@ def test_static_engines_are_read_by_owner_and_their_tokens_never_shown(tmp_path:
     }
     assert engines["analysts"].token == "s3cret-token"
     assert "s3cret" not in repr(config)
+
+
+def test_engine_os_users_are_read_by_owner_and_each_user_serves_one_owner(
+    tmp_path: Path,
+) -> None:
+    base = {
+        "CONNECT_PLUGIN_SHARE_LEVEL": "user",
+        "CONNECT_PLUGIN_LOCAL": "true",
+        "CONNECT_PLUGIN_AUTH_TOKENS_FILE": str(tmp_path / "tokens"),
+    }
+    config = load_config(
+        {"conf_dir": tmp_path},
+        {**base, "CONNECT_PLUGIN_ENGINE_OS_USERS": "alice=spark-alice, bob = spark-bob"},
+    )
+    assert config.os_users_of_engines == {"alice": "spark-alice", "bob": "spark-bob"}
+    for entries, message in (
+        ("alice=spark-a,alice=spark-b", "names 'alice' twice"),
+        ("alice=spark-a,bob=spark-a", "'spark-a' to two owners"),
+        ("alice", "write owner=os_user"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            load_config({"conf_dir": tmp_path}, {**base, "CONNECT_PLUGIN_ENGINE_OS_USERS": entries})
+    with pytest.raises(ConfigError, match="set share_level to user or group, with local"):
+        load_config({"conf_dir": tmp_path}, {"CONNECT_PLUGIN_ENGINE_OS_USERS": "alice=a"})
+
+
+def test_engine_os_users_need_a_gateway_run_as_root(tmp_path: Path) -> None:
+    config = Config(
+        share_level="user",
+        local=True,
+        auth_tokens_file=tmp_path / "tokens",
+        engine_os_users=("alice=nobody",),
+    )
+    with pytest.raises(ConfigError, match=r"only a gateway run as root.*uid 1000"):
+        engine_users(config, euid=1000)
+    assert engine_users(Config()) == {}

@@ -113,11 +113,22 @@ def test_the_prometheus_example_scrapes_the_port_the_compose_files_serve() -> No
 def test_the_settings_file_of_static_engines_loads(tmp_path: Path) -> None:
     from connect_plugin.config import CONF_FILE_NAME, load_config
 
-    (block,) = [b for b in BLOCKS if b.lang == "toml"]
+    (block,) = [b for b in BLOCKS if b.lang == "toml" and "engines = [" in b.text]
     (tmp_path / CONF_FILE_NAME).write_text(block.text)
     config = load_config({"conf_dir": tmp_path}, {})
     assert config.share_level == "group"
     assert set(config.static_engines) == {"analysts", "ops"}
+
+
+def test_the_settings_file_of_engine_os_users_loads(tmp_path: Path) -> None:
+    from connect_plugin.config import CONF_FILE_NAME, load_config
+
+    (block,) = [b for b in BLOCKS if b.lang == "toml" and "engine_os_users" in b.text]
+    (tmp_path / CONF_FILE_NAME).write_text(block.text)
+    config = load_config({"conf_dir": tmp_path}, {})
+    assert config.local
+    assert config.share_level == "user"
+    assert config.os_users_of_engines == {"alice": "spark-alice", "bob": "spark-bob"}
 
 
 def test_the_audit_line_has_the_fields_the_gateway_writes(tmp_path: Path) -> None:

@@ -151,7 +151,10 @@ class Scans:
             )
         name = hashlib.sha256(f"{call_id}:{spec.scan_id}".encode()).hexdigest()[:32] + ".json"
         try:
-            return str(self._sessions.kept_plan(session, name, self._workspace.scans_folder))
+            folder = self._workspace.scans_folder
+            return str(
+                self._sessions.kept_plan(session, name, lambda s: folder(s, session.user_id))
+            )
         except WorkspaceError as exc:
             log.warning(
                 "session %s: no plan of its scans is kept, each is planned from the files "

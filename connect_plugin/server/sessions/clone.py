@@ -77,13 +77,15 @@ class Cloner:
         async with self._registry.statement(clone.user_id, clone.session_id) as target:
             for table in sorted(source.tables.values(), key=lambda t: t.created):
                 try:
-                    location = self._workspace.new_table_folder(clone.session_id)
+                    location = self._workspace.new_table_folder(clone.session_id, clone.user_id)
                 except WorkspaceError as exc:
                     raise WorkspaceError(f"temporary table [{table.name}]: {exc}") from exc
                 copy = dataclasses.replace(table, location=location)
                 self._registry.begin_create(target, copy, "", server_side_session_id)
                 try:
-                    self._workspace.copy_table(table.location, location)
+                    self._workspace.copy_table(
+                        table.location, location, self._workspace.owner_of(clone.user_id)
+                    )
                 except WorkspaceError as exc:
                     raise WorkspaceError(
                         f"temporary table [{table.name}]: its files were not copied: {exc}"

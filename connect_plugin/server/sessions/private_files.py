@@ -21,6 +21,9 @@ from connect_plugin.errors import ConnectPluginError, RegistryError, WorkspaceEr
 
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
+PASSABLE_MODE = 0o711
+"""A folder of the gateway's that others may pass through (to a folder of their own) but not
+list: the workspace root when engines run as users of their own."""
 SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 """Files SQLite keeps beside a database; it gives new ones the database's mode."""
 

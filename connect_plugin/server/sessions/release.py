@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from connect_plugin.errors import ConnectPluginError, WorkspaceError
 from connect_plugin.server.sessions.registry import Lifecycle, Session, SessionRegistry
@@ -121,24 +121,25 @@ async def learn_server_side_session(
     registry.record_server_side_session(session, found)
 
 
-def stop_ended(session: Session) -> None:
+def stop_ended(session: Session, uids: Collection[int] | None = None) -> None:
     """Stop the Python workers of a session the gateway forgot (``SessionRelease``'s
     ``ended``, with ``stop_python_workers``), on a worker thread: looking through ``/proc``
-    takes time the event loop must not wait for."""
+    takes time the event loop must not wait for. ``uids``: whose workers, as
+    ``python_daemons.stop_session`` takes them."""
     server_side = session.server_side_session_id
     if not server_side:
         return
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        _stop_quietly(server_side)
+        _stop_quietly(server_side, uids)
         return
-    loop.run_in_executor(None, _stop_quietly, server_side)
+    loop.run_in_executor(None, _stop_quietly, server_side, uids)
 
 
-def _stop_quietly(server_side_session_id: str) -> None:
+def _stop_quietly(server_side_session_id: str, uids: Collection[int] | None) -> None:
     try:
-        stop_session(server_side_session_id)
+        stop_session(server_side_session_id, uids=uids)
     except OSError:
         log.exception("stopping the Python workers of session %s failed", server_side_session_id)
 

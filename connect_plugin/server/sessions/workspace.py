@@ -6,6 +6,12 @@ setting says), so after every write the gateway walks the table folder and
 sets folders to 0700 and files to 0600; the session folder is created 0700
 before Spark writes into it, so nobody else can look inside in the meantime.
 
+With engines run as operating-system users of their own (a gateway run as
+root), a session's folder belongs to its engine's user, and the root is
+``0711``: each engine reaches its sessions' folders and no other's, and
+lists none. The gateway then never follows a link below a session folder:
+modes are set through descriptors opened without following links.
+
 Session and table folders always have UUID names; the gateway's own files
 (the registry, the lock) live in ``<root>/.connect-plugin/``, and the plans
 a session's scans keep in ``<root>/<session_id>/.scans/``, which no listing
@@ -14,7 +20,6 @@ of sessions or tables ever returns.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import os
@@ -28,6 +33,7 @@ from connect_plugin.errors import RegistryInUse, WorkspaceError, WorkspaceInUse
 from connect_plugin.server.sessions.private_files import (
     FILE_MODE,
     FOLDER_MODE,
+    PASSABLE_MODE,
     FileLock,
     private_folder,
 )
@@ -62,6 +68,28 @@ def _is_uuid(name: str) -> bool:
         return False
 
 
+def _secure_file(name: str, directory: int) -> int:
+    """Make the regular file ``name`` of the open folder ``directory`` 0600; its bytes (0 for
+    a link, a socket, a pipe or a file gone meanwhile, which are left as they are)."""
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory
+        )
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENXIO):
+            return 0
+        raise
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            return 0
+        if stat.S_IMODE(found.st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+        return found.st_size
+    finally:
+        os.close(fd)
+
+
 class WorkspaceLock:
     """An exclusive lock on ``<root>/.connect-plugin/gateway.lock``, held while open.
 
@@ -71,10 +99,14 @@ class WorkspaceLock:
     error message of a second gateway.
     """
 
-    def __init__(self, root: Path, registry: Path | None = None) -> None:
+    def __init__(self, root: Path, registry: Path | None = None, passable: bool = False) -> None:
+        """``passable``: the root may be passed through by others (``0711``), for engines
+        run as users of their own."""
         self.root = root
         self.path = root / PRIVATE_DIR / LOCK_FILE
         private_folder(root)
+        if passable:
+            _passable(root)
         private_folder(root / PRIVATE_DIR)
         self._locks = [FileLock(self.path, self._workspace_in_use)]
         if registry is not None and not _inside(registry, root):
@@ -108,6 +140,13 @@ def _registry_in_use(registry: Path) -> Callable[[str], RegistryInUse]:
     return in_use
 
 
+def _passable(folder: Path) -> None:
+    try:
+        os.chmod(folder, PASSABLE_MODE)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot set the mode of [{folder}]: {exc.strerror}") from exc
+
+
 def _inside(path: Path, root: Path) -> bool:
     return Path(path).absolute().is_relative_to(Path(root).absolute())
 
@@ -115,20 +154,31 @@ def _inside(path: Path, root: Path) -> bool:
 class Workspace:
     """Creates, secures, measures and deletes session and table folders."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self, root: Path, engine_user: Callable[[str], tuple[int, int] | None] | None = None
+    ) -> None:
+        """``engine_user``: the (uid, gid) a user's engine runs as, when not the gateway's."""
         self.root = Path(root).absolute()
+        self._engine_user = engine_user
+
+    def owner_of(self, user: str | None) -> tuple[int, int] | None:
+        """The (uid, gid) ``user``'s session folders belong to (None: the gateway's)."""
+        if user is None or self._engine_user is None:
+            return None
+        return self._engine_user(user)
 
     @property
     def private_folder(self) -> Path:
         """The gateway's own files: registry, lock."""
         return self.root / PRIVATE_DIR
 
-    def lock(self, registry: Path | None = None) -> WorkspaceLock:
-        """Claim the workspace (and a registry kept elsewhere) for this gateway.
+    def lock(self, registry: Path | None = None, passable: bool = False) -> WorkspaceLock:
+        """Claim the workspace (and a registry kept elsewhere) for this gateway; ``passable``:
+        see ``WorkspaceLock``.
 
         ``WorkspaceInUse`` or ``RegistryInUse`` when another gateway has it.
         """
-        return WorkspaceLock(self.root, registry)
+        return WorkspaceLock(self.root, registry, passable)
 
     def session_ids(self) -> list[str]:
         """The session folders present, by session id (dot-names and strays left out)."""
@@ -154,15 +204,23 @@ class Workspace:
     def session_folder(self, session_id: str) -> Path:
         return self.root / _checked_session_id(session_id)
 
-    def new_table_folder(self, session_id: str) -> Path:
-        """A fresh, not yet existing table folder inside the (created) session folder."""
-        return self._made_session_folder(session_id) / str(uuid.uuid4())
+    def new_table_folder(self, session_id: str, user: str | None = None) -> Path:
+        """A fresh, not yet existing table folder inside the (created) session folder, which
+        belongs to the user ``user``'s engine runs as (``owner_of``)."""
+        return self._made_session_folder(session_id, user) / str(uuid.uuid4())
 
-    def scans_folder(self, session_id: str) -> Path:
-        """The (created) folder of the plans the session's scans keep (``SCANS_DIR``)."""
-        folder = self._made_session_folder(session_id) / SCANS_DIR
+    def scans_folder(self, session_id: str, user: str | None = None) -> Path:
+        """The (created) folder of the plans the session's scans keep (``SCANS_DIR``), which
+        the engine's Python workers write, so ``user``'s engine's user's, as the session's."""
+        folder = self._made_session_folder(session_id, user) / SCANS_DIR
+        owner = self.owner_of(user)
         try:
             folder.mkdir(mode=FOLDER_MODE, exist_ok=True)
+            found = os.lstat(folder)
+            if not stat.S_ISDIR(found.st_mode):
+                raise WorkspaceError(f"[{folder}] is not a folder; the session's scans keep no plan")
+            if owner is not None and (found.st_uid, found.st_gid) != owner:
+                os.lchown(folder, *owner)
         except OSError as exc:
             raise WorkspaceError(
                 f"cannot create the folder of the session's scans [{folder}]: {exc.strerror}; "
@@ -170,13 +228,17 @@ class Workspace:
             ) from exc
         return folder
 
-    def _made_session_folder(self, session_id: str) -> Path:
+    def _made_session_folder(self, session_id: str, user: str | None = None) -> Path:
         session = self.session_folder(session_id)
+        owner = self.owner_of(user)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             session.mkdir(mode=FOLDER_MODE, exist_ok=True)
+            found = os.lstat(session)
+            if owner is not None and (found.st_uid, found.st_gid) != owner:
+                os.lchown(session, *owner)
             # Only when needed: an existing folder's trouble is then Spark's to report, with the path.
-            if stat.S_IMODE(os.stat(session).st_mode) != FOLDER_MODE:
+            if stat.S_IMODE(found.st_mode) != FOLDER_MODE:
                 os.chmod(session, FOLDER_MODE)
         except OSError as exc:
             raise WorkspaceError(
@@ -190,26 +252,24 @@ class Workspace:
         """Give every folder below ``folder`` (itself included) 0700 and every file 0600; the
         bytes of its data files, measured on the way (as ``size`` does). A file or folder
         that goes away meanwhile (a temporary file a scan's rejects were written to, renamed
-        into place) is passed over."""
+        into place) is passed over, and so is a link: modes are set through descriptors
+        opened without following one, so that code that wrote a link into the folder cannot
+        have the gateway change the mode of what it points to."""
         total = 0
         try:
-            os.chmod(folder, FOLDER_MODE)
-            for parent, dirs, files in os.walk(folder):
-                for name in dirs:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.chmod(os.path.join(parent, name), FOLDER_MODE)
+            for _parent, _dirs, files, directory in os.fwalk(folder):
+                if stat.S_IMODE(os.fstat(directory).st_mode) != FOLDER_MODE:
+                    os.fchmod(directory, FOLDER_MODE)
                 for name in files:
-                    path = os.path.join(parent, name)
-                    with contextlib.suppress(FileNotFoundError):
-                        os.chmod(path, FILE_MODE)
-                        if not name.startswith((".", "_")):
-                            total += os.stat(path).st_size
+                    size = _secure_file(name, directory)
+                    if not name.startswith((".", "_")):
+                        total += size
         except OSError as exc:
             raise WorkspaceError(f"cannot set the modes of [{folder}]: {exc}") from exc
         return total
 
     @staticmethod
-    def copy_table(source: Path, target: Path) -> int:
+    def copy_table(source: Path, target: Path, owner: tuple[int, int] | None = None) -> int:
         """Give the new folder ``target`` the files of the table folder ``source``.
 
         Files are hard-linked (no data is copied; Spark never changes a
@@ -218,20 +278,27 @@ class Workspace:
         without touching the other's data. Unfinished output (Spark's
         ``_temporary``, hidden folders such as ``.spark-staging-*`` and the
         ``.writing`` folder of a scan's rejects) is left out. Returns the
-        number of files.
+        number of files. ``owner``: the (uid, gid) the new folders and copied files go to
+        (linked files keep theirs).
         """
 
         def missing(error: OSError) -> None:
             raise error
 
         files = 0
+        def give(path: Path) -> None:
+            if owner is not None:
+                os.lchown(path, *owner)
+
         try:
             os.mkdir(target, FOLDER_MODE)
+            give(target)
             for parent, dirs, names in os.walk(source, onerror=missing):
                 dirs[:] = [d for d in dirs if d != "_temporary" and not d.startswith(".")]
                 here = target / os.path.relpath(parent, source)
                 for name in dirs:
                     os.mkdir(here / name, FOLDER_MODE)
+                    give(here / name)
                 for name in names:
                     original = os.path.join(parent, name)
                     try:
@@ -240,6 +307,7 @@ class Workspace:
                         if exc.errno not in _NO_LINKS:
                             raise
                         shutil.copy2(original, here / name, follow_symlinks=False)
+                        give(here / name)
                     files += 1
         except OSError as exc:
             raise WorkspaceError(

@@ -94,7 +94,7 @@ class TableCreator:
         )
         log.info("Temporary table [%s] is being created.", name)
         try:
-            location = self._workspace.new_table_folder(context.session_id)
+            location = self._workspace.new_table_folder(context.session_id, context.user_id)
         except WorkspaceError as exc:
             raise WorkspaceError(f"Temporary table [{name}] was not created: {exc}") from exc
         table = TempTable(

@@ -164,7 +164,9 @@ class Rewriting:
         )
         log.info("Temporary table [%s] is being rewritten.", table.name)
         try:
-            location = self._workspace.new_table_folder(self._session.session_id)
+            location = self._workspace.new_table_folder(
+                self._session.session_id, self._session.user_id
+            )
         except WorkspaceError as exc:
             raise WorkspaceError(f"Temporary table [{table.name}] was not changed: {exc}") from exc
         return await self._versions.write_and_swap(

@@ -1,4 +1,5 @@
-"""Workspace.copy_table: what a cloned session's tables are made of."""
+"""Workspace: what a cloned session's tables are made of, securing a table folder, and who
+a session folder belongs to."""
 
 from __future__ import annotations
 
@@ -86,3 +87,40 @@ def test_securing_a_folder_measures_its_data_files_as_size_does(tmp_path: Path) 
     (folder / "k=1" / ".part-0.parquet.crc").write_bytes(b"c" * 7)
     (folder / "_SUCCESS").write_bytes(b"")
     assert Workspace.secure(folder) == Workspace.size(folder) == 300
+
+
+def test_securing_never_changes_what_a_link_in_the_folder_points_to(tmp_path: Path) -> None:
+    folder, outside = tmp_path / "t", tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    (outside / "file").write_text("x")
+    os.chmod(outside / "file", 0o644)
+    (folder / "k=1").mkdir(parents=True)
+    (folder / "k=1" / "part-0.csv").write_text("1\n")
+    (folder / "to-folder").symlink_to(outside)
+    (folder / "k=1" / "to-file").symlink_to(outside / "file")
+    os.mkfifo(folder / "pipe")
+
+    assert Workspace.secure(folder) == 2
+
+    assert os.stat(outside).st_mode & 0o777 == 0o755
+    assert os.stat(outside / "file").st_mode & 0o777 == 0o644
+    assert os.stat(folder / "k=1" / "part-0.csv").st_mode & 0o777 == 0o600
+    assert os.stat(folder / "k=1").st_mode & 0o777 == 0o700
+
+
+def test_a_session_folder_goes_to_the_user_its_engine_runs_as(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    owner = (65534, 65534)
+    workspace = Workspace(tmp_path / "ws", lambda user: owner if user == "alice" else None)
+    session = "0b8f3a52-35a4-4f1c-9d1e-0c6f8a0e3c11"
+    table = workspace.new_table_folder(session, "alice")
+    found = os.stat(table.parent)
+    assert (found.st_uid, found.st_gid, found.st_mode & 0o777) == (*owner, 0o700)
+    other = workspace.new_table_folder("1b8f3a52-35a4-4f1c-9d1e-0c6f8a0e3c11", "bob")
+    assert os.stat(other.parent).st_uid == 0
+    source = tmp_path / "source"
+    _table(source)
+    copied = tmp_path / "copied"
+    Workspace.copy_table(source, copied, owner)
+    assert {os.stat(p).st_uid for p in (copied, copied / "k=1")} == {owner[0]}
