@@ -434,8 +434,8 @@ class SessionRegistry:
         session.stored = True
 
     def finish_create(self, session: Session, table: TempTable, replaced: TempTable | None) -> None:
-        """The table's view exists: make it ``ready`` (and the replaced one ``dropping``)."""
-        assert table.rows is not None
+        """The table's view exists: make it ``ready`` (and the replaced one ``dropping``); its
+        rows None when not known (a clone of a table inserted into since it was counted)."""
         self.store.finish_create(
             table.location,
             table.rows,

@@ -96,10 +96,10 @@ class SessionStore(Protocol):
     def set_state(self, locations: Sequence[Path], state: TableState) -> None: ...
 
     def finish_create(
-        self, location: Path, rows: int, replaced: Path | None, *, size: int | None
+        self, location: Path, rows: int | None, replaced: Path | None, *, size: int | None
     ) -> None:
-        """Mark a created table ready (its rows and bytes) and, atomically, the one it
-        replaces dropping."""
+        """Mark a created table ready (its rows, None when not known, and bytes) and,
+        atomically, the one it replaces dropping."""
 
     def set_rows(self, location: Path, rows: int | None) -> None:
         """Record a table's row count (None: not known until counted again)."""
@@ -291,7 +291,7 @@ class SqliteSessionStore:
             )
 
     def finish_create(
-        self, location: Path, rows: int, replaced: Path | None, *, size: int | None
+        self, location: Path, rows: int | None, replaced: Path | None, *, size: int | None
     ) -> None:
         with self._transaction() as db:
             if replaced is not None:
@@ -302,7 +302,7 @@ class SqliteSessionStore:
             db.execute(
                 "UPDATE temp_tables SET state = ?, rows = ?, size = ?, operation_id = '' "
                 "WHERE location = ?",
-                (TableState.READY.value, rows, size, str(location)),
+                (TableState.READY.value, _UNCOUNTED if rows is None else rows, size, str(location)),
             )
 
     def set_rows(self, location: Path, rows: int | None) -> None:

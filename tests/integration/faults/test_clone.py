@@ -137,6 +137,25 @@ def test_original_outlives_the_clone_released_first(
     _all_gone(gateway)
 
 
+def test_a_table_inserted_into_is_cloned_with_all_its_rows(
+    gateway_process: GatewayProcess,
+    open_session: Callable[[], SparkSession],
+    clone_session: Callable[..., SparkSession],
+) -> None:
+    original = open_session()
+    original.sql("CREATE TEMPORARY TABLE grown AS SELECT id FROM range(5)")
+    original.sql("INSERT INTO grown SELECT 100")
+    clone = clone_session(original)
+    assert sorted(r.id for r in clone.table("grown").collect()) == [0, 1, 2, 3, 4, 100]
+    assert [r.name for r in clone.sql("SHOW TEMPORARY TABLES").collect()] == ["grown"]
+    clone.sql("INSERT INTO grown SELECT 200")
+    assert clone.table("grown").count() == 7
+    assert original.table("grown").count() == 6
+    for session in (clone, original):
+        session.stop()
+    _all_gone(gateway_process)
+
+
 def test_clones_of_clones_and_of_sessions_without_tables(
     gateway_process: GatewayProcess,
     open_session: Callable[[], SparkSession],
