@@ -17,6 +17,7 @@ ENTRYPOINT = DOCKER_DIR / "entrypoint.py"
 DOCKERFILE = DOCKER_DIR / "Dockerfile"
 CLUSTER_COMPOSE = DOCKER_DIR / "compose.yaml"
 LOCAL_COMPOSE = DOCKER_DIR / "compose.local.yaml"
+ENGINES_COMPOSE = DOCKER_DIR / "compose.engines.yaml"
 
 
 def load_entrypoint() -> ModuleType:

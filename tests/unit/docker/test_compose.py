@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.image import CLUSTER_COMPOSE, LOCAL_COMPOSE, load_entrypoint
+from connect_plugin.config import load_config
+from tests.image import (
+    CLUSTER_COMPOSE,
+    DOCKERFILE,
+    ENGINES_COMPOSE,
+    LOCAL_COMPOSE,
+    load_entrypoint,
+)
 from tests.unit.docker.image_checks import as_dict, health_command, tool
 
 entrypoint: Any = load_entrypoint()
@@ -105,7 +112,9 @@ def _duration_s(value: str | int | float) -> float:
     )
 
 
-@pytest.mark.parametrize("path", [CLUSTER_COMPOSE, LOCAL_COMPOSE], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [CLUSTER_COMPOSE, LOCAL_COMPOSE, ENGINES_COMPOSE], ids=lambda p: p.name
+)
 def test_every_service_has_a_role_and_the_images_healthcheck(
     read: Callable[[Path], dict[str, Any]], path: Path
 ) -> None:
@@ -218,3 +227,25 @@ def test_the_single_container_is_local_to_its_host_and_sees_the_tests_files() ->
     (mount,) = service["volumes"]
     host, container = str(mount).split("}:", 1)
     assert host + "}" == container == "${CONNECT_PLUGIN_DATA_DIR:-/tmp/connect-plugin-data}"
+
+
+def test_the_engines_example_gives_each_user_a_spark_and_its_tokens_as_a_private_secret(
+    read: Callable[[Path], dict[str, Any]], tmp_path: Path
+) -> None:
+    model = read(ENGINES_COMPOSE)
+    ((name, service),) = model["services"].items()
+    env = _env(service)
+    assert _role(service) == "local"
+    assert env["CONNECT_PLUGIN_SHARE_LEVEL"] == "user"
+    assert _container_ports(service) == [int(env["CONNECT_PLUGIN_PORT"])]
+    assert _duration_s(service["healthcheck"]["start_period"]) <= MAX_LOCAL_START_S, name
+    (secret,) = service["secrets"]
+    assert secret["target"] == env["CONNECT_PLUGIN_AUTH_TOKENS_FILE"]
+    assert model["secrets"][secret["source"]]["environment"] == "CONNECT_PLUGIN_TOKENS"
+    user = re.search(r"^USER (\d+):(\d+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    assert user is not None
+    assert (str(secret["uid"]), str(secret["gid"])) == user.groups()
+    assert int(str(secret["mode"]).removeprefix("0o"), 8) == 0o400
+    config = load_config({"local": True, "conf_dir": tmp_path}, env)
+    assert config.share_level == "user"
+    assert config.max_engines >= 1
