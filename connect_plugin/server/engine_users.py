@@ -103,14 +103,18 @@ def passable_folder(path: Path) -> None:
 
 def own_folder(path: Path, user: EngineUser) -> None:
     """Create ``path``, in a folder only root writes, as ``user``'s own (``0700``); an
-    existing one is made so (a link there is refused)."""
+    existing one is made so (a link there is refused), with everything in it (an engine's
+    folder from a run as the gateway's user, or as another user: no link is followed)."""
     try:
         path.mkdir(mode=OWN_MODE, exist_ok=True)
         found = os.lstat(path)
         if not stat.S_ISDIR(found.st_mode):
             raise EnvironmentProblem(f"[{path}] is not a folder; remove it")
         if (found.st_uid, found.st_gid) != user.ids:
-            os.lchown(path, user.uid, user.gid)
+            for _parent, dirs, files, directory in os.fwalk(path):
+                os.chown(directory, user.uid, user.gid)
+                for name in (*dirs, *files):
+                    os.chown(name, user.uid, user.gid, dir_fd=directory, follow_symlinks=False)
         if stat.S_IMODE(found.st_mode) != OWN_MODE:
             os.chmod(path, OWN_MODE)
     except OSError as exc:

@@ -65,3 +65,19 @@ def test_folders_are_made_by_the_user_inside_its_own(passable: Path, nobody: Eng
     (own / "link").symlink_to(tmp_path)
     with pytest.raises(EnvironmentProblem, match="is not a folder"):
         own_folder(own / "link", nobody)
+
+
+def test_a_folder_left_by_another_user_is_given_whole_and_no_link_is_followed(
+    passable: Path, nobody: EngineUser
+) -> None:
+    outside = passable / "outside"
+    outside.mkdir()
+    earlier = passable / "engine"
+    (earlier / "warehouse" / "t").mkdir(parents=True)
+    (earlier / "warehouse" / "t" / "part-0").write_text("x")
+    (earlier / "warehouse" / "away").symlink_to(outside)
+    own_folder(earlier, nobody)
+    for path in (earlier, earlier / "warehouse", earlier / "warehouse" / "t" / "part-0"):
+        assert os.lstat(path).st_uid == nobody.uid, path
+    assert os.lstat(earlier / "warehouse" / "away").st_uid == nobody.uid
+    assert os.stat(outside).st_uid == 0
