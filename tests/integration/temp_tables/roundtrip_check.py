@@ -20,10 +20,12 @@ from connect_plugin.server.gateway import Gateway
 from tests.integration.support import table_folders, temp_table_names
 from tests.integration.temp_tables import duckdb_reads
 from tests.integration.temp_tables.roundtrip_data import (
+    WRITE_SETTINGS,
     ZONES,
     Table,
     exact_rows,
     expected_refusal,
+    settings_refusal,
 )
 
 DEFAULT_SECONDS = 20.0
@@ -90,6 +92,11 @@ class RoundTrip:
         for fmt in (*FORMATS, "text"):
             self.spark.sql(f"DROP TABLE IF EXISTS roundtrip_{fmt}").collect()
         self.spark.conf.set("spark.sql.session.timeZone", table.zone)
+        for settings in WRITE_SETTINGS:
+            for key, _ in settings:
+                self.spark.conf.unset(key)
+        for key, value in table.settings:
+            self.spark.conf.set(key, value)
         source = self.spark.createDataFrame(table.rows, table.schema)
         source.createOrReplaceTempView(SOURCE)
         for fmt in FORMATS:
@@ -149,10 +156,36 @@ class RoundTrip:
         assert read.count() == len(table.rows)
         self._second_opinion(table, fmt, name, stored, expected)
         if insert:
-            spark.sql(f"INSERT INTO {name} SELECT {', '.join(columns)} FROM {SOURCE}")
-            doubled = sorted(expected * 2, key=lambda r: (r[0], repr(r)))
-            assert_same(fmt, exact_rows(arrow_rows(spark.table(name)), stored), doubled)
+            self._insert(table, fmt, name, columns, stored, expected)
         spark.sql(f"DROP TABLE {name}")
+
+    def _insert(
+        self,
+        table: Table,
+        fmt: str,
+        name: str,
+        columns: list[str],
+        stored: StructType,
+        expected: list[list[Any]],
+    ) -> None:
+        """INSERT the rows again: twice as many read back, or a refusal for a setting of the
+        session that would change them, which leaves the table as it was."""
+        spark = self.spark
+        refusal = settings_refusal(fmt, table, by_spark=True)
+        error: PySparkException | None = None
+        try:
+            spark.sql(f"INSERT INTO {name} SELECT {', '.join(columns)} FROM {SOURCE}")
+        except PySparkException as exc:
+            error = exc
+        if error is not None:
+            assert refusal is not None, f"{fmt} refused an INSERT it holds: {error}"
+            assert f"[{refusal[0]}]" in str(error), error
+            assert refusal[1] in str(error), error
+            assert_same(fmt, exact_rows(arrow_rows(spark.table(name)), stored), expected)
+            return
+        assert refusal is None, f"{fmt} took an INSERT the session would change: {refusal}"
+        doubled = sorted(expected * 2, key=lambda r: (r[0], repr(r)))
+        assert_same(fmt, exact_rows(arrow_rows(spark.table(name)), stored), doubled)
 
     def _second_opinion(
         self, table: Table, fmt: str, name: str, stored: StructType, expected: list[list[Any]]

@@ -264,14 +264,30 @@ def _non_null(data_type: DataType) -> st.SearchStrategy[Any]:
     raise AssertionError(f"no values for {data_type}")
 
 
+TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+DATETIME_REBASE = "spark.sql.parquet.datetimeRebaseModeInWrite"
+INT96_REBASE = "spark.sql.parquet.int96RebaseModeInWrite"
+WRITE_SETTINGS: tuple[tuple[tuple[str, str], ...], ...] = (
+    ((TIMESTAMP_TYPE, "TIMESTAMP_MILLIS"),),
+    ((TIMESTAMP_TYPE, "INT96"),),
+    ((DATETIME_REBASE, "LEGACY"),),
+    ((INT96_REBASE, "LEGACY"),),
+    (("spark.sql.parquet.writeLegacyFormat", "true"),),
+)
+"""Session settings that change how Spark writes parquet (issue 45), as a client sets them
+with ``spark.conf.set`` before it writes a table."""
+
+
 @dataclass(frozen=True)
 class Table:
-    """A random table: an ``id`` column, the data columns, maybe a partition column."""
+    """A random table: an ``id`` column, the data columns, maybe a partition column, and the
+    session settings it is written with."""
 
     schema: StructType
     rows: list[tuple[Any, ...]]
     partition: str | None
     zone: str
+    settings: tuple[tuple[str, str], ...] = ()
 
 
 @st.composite
@@ -291,7 +307,9 @@ def tables(draw: st.DrawFn) -> Table:
     row_values = st.tuples(*(values(f.dataType) for f in fields[1:]))
     data = draw(st.lists(row_values, max_size=6))
     rows = [(i, *row) for i, row in enumerate(data)]
-    return Table(schema, rows, partition, draw(st.sampled_from(ZONES)))
+    zone = draw(st.sampled_from(ZONES))
+    settings = draw(st.sampled_from(WRITE_SETTINGS)) if draw(st.booleans()) else ()
+    return Table(schema, rows, partition, zone, settings)
 
 
 def expected_refusal(fmt: str, table: Table) -> tuple[str, str] | None:
@@ -301,6 +319,9 @@ def expected_refusal(fmt: str, table: Table) -> tuple[str, str] | None:
         reason = _type_refused(fmt, field.dataType, field.name)
         if reason:
             return field.name, reason
+    refused = settings_refusal(fmt, table, by_spark=False)
+    if refused is not None:
+        return refused
     at = {f.name: i for i, f in enumerate(table.schema.fields)}
     for field in data:
         column = [row[at[field.name]] for row in table.rows]
@@ -314,6 +335,34 @@ def expected_refusal(fmt: str, table: Table) -> tuple[str, str] | None:
         elif fmt == "orc" and any(_orc_moves(v, field.dataType) for v in column):
             return field.name, "orc calendar"
     return None
+
+
+def settings_refusal(fmt: str, table: Table, *, by_spark: bool) -> tuple[str, str] | None:
+    """(column, setting) of the data column whose dates or timestamps the session's settings
+    would change in a parquet write, else None. ``by_spark``: Spark writes it (an INSERT),
+    with the session's timestamp type; the gateway writes microseconds."""
+    if fmt != "parquet":
+        return None
+    said = dict(table.settings)
+    written_as = said.get(TIMESTAMP_TYPE, "INT96") if by_spark else "TIMESTAMP_MICROS"
+    data = [f for f in table.schema.fields if f.name != table.partition]
+    dates = [f.name for f in data if _holds(f.dataType, DateType)]
+    timestamps = [f.name for f in data if _holds(f.dataType, TimestampType)]
+    if written_as == "TIMESTAMP_MILLIS" and timestamps:
+        return timestamps[0], TIMESTAMP_TYPE
+    if said.get(DATETIME_REBASE) == "LEGACY" and dates:
+        return dates[0], DATETIME_REBASE
+    if said.get(DATETIME_REBASE) == "LEGACY" and written_as != "INT96" and timestamps:
+        return timestamps[0], DATETIME_REBASE
+    if said.get(INT96_REBASE) == "LEGACY" and written_as == "INT96" and timestamps:
+        return timestamps[0], INT96_REBASE
+    return None
+
+
+def _holds(data_type: DataType, kind: type[DataType]) -> bool:
+    return isinstance(data_type, kind) or any(
+        _holds(child, kind) for child, _ in _children(data_type)
+    )
 
 
 def _type_refused(fmt: str, data_type: DataType, name: str) -> str | None:

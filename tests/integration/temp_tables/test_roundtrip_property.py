@@ -2,7 +2,9 @@
 
 Random schemas (every type the client can send, nested to depth 3, nulls
 everywhere) and rows, sent from the stock client in a random session time
-zone and read back in another. Each format either takes the table and gives
+zone and read back in another; half the tables are written while the session
+has one of Spark's parquet write settings (``WRITE_SETTINGS``), which must
+change no value: a write they would change is refused, naming a column. Each format either takes the table and gives
 back exactly the source's values, the source's types, and one count from
 CTTAS, ``count(*)`` and SHOW TEMPORARY TABLES, or refuses it naming the
 column (``expected_refusal`` says which, from the values) and leaves nothing.
@@ -16,6 +18,7 @@ and runs every time.
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import Any
 
@@ -23,19 +26,28 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     ByteType,
+    DateType,
     FloatType,
     LongType,
     MapType,
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 from tests.integration.support import first_seed
 from tests.integration.temp_tables.roundtrip_check import RoundTrip, roundtrip_seconds
-from tests.integration.temp_tables.roundtrip_data import Table, tables
+from tests.integration.temp_tables.roundtrip_data import (
+    DATETIME_REBASE,
+    INT96_REBASE,
+    TIMESTAMP_TYPE,
+    Table,
+    tables,
+)
 
 ROUND_EXAMPLES = 4
 """Examples per hypothesis run; runs repeat until the test's seconds are spent."""
@@ -67,8 +79,11 @@ def test_random_tables_read_back_exactly_or_are_refused(
 
 
 def _table(schema: StructType, rows: list[tuple[Any, ...]], partition: str | None = None,
-           zone: str = "UTC") -> Table:  # fmt: skip
-    return Table(schema, rows, partition, zone)
+           zone: str = "UTC", settings: tuple[tuple[str, str], ...] = ()) -> Table:  # fmt: skip
+    return Table(schema, rows, partition, zone, settings)
+
+
+_MICROS = datetime.datetime(2024, 6, 1, 0, 0, 0, 123456, tzinfo=datetime.timezone.utc)
 
 
 FINDS: list[tuple[str, Table]] = [
@@ -109,6 +124,35 @@ FINDS: list[tuple[str, Table]] = [
         _table(
             StructType([StructField("id", LongType(), False), StructField("f", FloatType())]),
             [(0, None), (1, -0.0), (2, 0.0)],
+        ),
+    ),
+    (
+        "parquet cut timestamps to the millisecond under outputTimestampType=TIMESTAMP_MILLIS",
+        _table(
+            StructType([
+                StructField("id", LongType(), False),
+                StructField("ts", TimestampType()),
+                StructField("a", ArrayType(TimestampType())),
+            ]),
+            [(0, _MICROS, [_MICROS, None])],
+            settings=((TIMESTAMP_TYPE, "TIMESTAMP_MILLIS"),),
+        ),
+    ),
+    (
+        "parquet wrote Julian dates under datetimeRebaseModeInWrite=LEGACY, which pyarrow and "
+        "DuckDB read days off",
+        _table(
+            StructType([StructField("id", LongType(), False), StructField("d", DateType())]),
+            [(0, datetime.date(1000, 3, 1)), (1, datetime.date(2024, 1, 1))],
+            settings=((DATETIME_REBASE, "LEGACY"),),
+        ),
+    ),
+    (
+        "an INSERT wrote Julian INT96 timestamps under int96RebaseModeInWrite=LEGACY",
+        _table(
+            StructType([StructField("id", LongType(), False), StructField("ts", TimestampType())]),
+            [(0, datetime.datetime(1000, 3, 1, 12, 0, 0, 1, tzinfo=datetime.timezone.utc))],
+            settings=((INT96_REBASE, "LEGACY"),),
         ),
     ),
 ]

@@ -147,8 +147,8 @@ def test_a_session_writing_parquet_in_the_julian_calendar_is_refused(
 ) -> None:
     """``spark.sql.parquet.datetimeRebaseModeInWrite=LEGACY`` makes Spark write dates before
     1582-10-15 and timestamps before 1900 in the Julian calendar, a setting of the session
-    that no write's option overrides: Spark reads them back right, pyarrow's scan ten days
-    early. A write of a table with dates or timestamps is refused while the session says
+    that no write's option overrides: Spark reads them back right, pyarrow's scan days
+    off. A write of a table with dates or timestamps is refused while the session says
     so, naming the column and the setting, and leaves nothing; other tables are written."""
     expected = sorted(tuple(r) for r in spark.sql(OLD_DAYS).selectExpr(*OLD_DAYS_SHOWN).collect())
     spark.sql(f"CREATE TEMPORARY TABLE kept USING parquet AS {OLD_DAYS}")
