@@ -325,9 +325,9 @@ def main() -> None:
     print(f"  p50 ratio tokens/gateway = {cost:.3f}  (target <= {TOKENS_COST_TARGET}: {verdict})")
     per_query = {method: count / SMALL_RUNS for method, count in calls.items() if count}
     total = sum(per_query.values())
-    listed = ", ".join(f"{method} {n:.2f}" for method, n in sorted(per_query.items()))
+    listed = ", ".join(f"{method} {n:.3f}" for method, n in sorted(per_query.items()))
     print(
-        f"  upstream calls per query {total:.2f} ({listed}) "
+        f"  upstream calls per query {total:.3f} ({listed}) "
         f"(target <= {UPSTREAM_CALLS_TARGET:.0f}: {_verdict(total <= UPSTREAM_CALLS_TARGET)})"
     )
 
