@@ -69,15 +69,17 @@ async def checked_input(
     table: TempTable,
     query: spark_proto.Relation,
     columns: Sequence[str] = (),
+    added: Sequence[Rule] = (),
 ) -> spark_proto.Relation:
     """``query`` in the table's column order, with its values checked as they will be stored.
 
     ``columns``: the INSERT's column list; the table's other columns get NULL,
     as Spark gives them (a temp table's columns have no defaults). Without a
     list, a query of another width than the table is left as it is: Spark
-    refuses the insert with its own error before writing anything.
+    refuses the insert with its own error before writing anything. ``added``:
+    the rules the session's write settings add (``write_settings``).
     """
-    found, zeros = table_rules(table), table_zero_columns(table)
+    found, zeros = [*table_rules(table), *added], table_zero_columns(table)
     if not found and not zeros:
         return query
     given = proto_schema_to_pyspark_data_type(await upstream.schema(query))
@@ -234,13 +236,14 @@ async def run_insert(
     *,
     progress: ProgressSink,
     stop_timeout_s: float,
+    added: Sequence[Rule] = (),
 ) -> None:
     """Insert ``query`` into the table's view, checked, as one Spark write the gateway runs.
 
     Spark's errors reach the client as Spark sent them: the statement is the
     client's own. The view's file listing is then brought up to date (``REFRESH TABLE``).
     """
-    source = await checked_input(upstream, table, query, columns)
+    source = await checked_input(upstream, table, query, columns, added)
     modes = spark_proto.WriteOperation.SaveMode
     with deep_messages():
         command = spark_proto.Command()

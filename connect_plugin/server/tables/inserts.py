@@ -192,7 +192,7 @@ class InsertIntoHandler(Handler[InsertInto]):
         if request.overwrite and query is not None:
             await self._overwrite(call, request, query)
             return _ran(table.name)
-        await refuse_changing_settings(
+        added = await refuse_changing_settings(
             self._upstream.session(call.context), table, by_spark=True
         )
         if not await asyncio.to_thread(laid_out, table):
@@ -210,17 +210,18 @@ class InsertIntoHandler(Handler[InsertInto]):
                 (),
                 progress=call.progress,
                 stop_timeout_s=self._stop_timeout_s,
+                added=added,
             )
             await secure()
             return _ran(table.name)
 
         found, zeros = table_rules(table), table_zero_columns(table)
-        if not found and not zeros:
+        if not found and not zeros and not added:
             return Outcome(after=secure)
         upstream = self._upstream.session(call.context)
         if request.write is not None:
             if request.write.HasField("input"):
-                source = await checked_input(upstream, table, request.write.input)
+                source = await checked_input(upstream, table, request.write.input, added=added)
                 with deep_messages():
                     request.write.input.CopyFrom(source)
             return Outcome(after=secure)
@@ -249,6 +250,7 @@ class InsertIntoHandler(Handler[InsertInto]):
             request.columns,
             progress=call.progress,
             stop_timeout_s=self._stop_timeout_s,
+            added=added,
         )
         await secure()
         return _ran(table.name)

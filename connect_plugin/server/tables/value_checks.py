@@ -63,6 +63,10 @@ _ORC_EARLIEST_MICROS = -9_223_181_856_000_000_000
 """-290301-01-01 00:00:00 UTC: Spark's orc writer overflows (a long) converting timestamps
 before about -290302-12-10 20:00 UTC, how long before depending on the server JVM's time
 zone by a few minutes; three weeks more cover every zone."""
+_INT96_LAST_MICROS = 9_012_505_233_654_775_807
+"""287564-12-03 04:00:54.775807 UTC, the last timestamp Spark's INT96 writer converts: it adds
+the Julian day of the epoch, in microseconds, to a long, which overflows past it (plain Spark
+stores another timestamp, with no error)."""
 _TEXT_EARLIEST_MICROS = -9_223_372_036_854_000_000
 """-290308-12-21 19:59:06 UTC: Spark writes earlier timestamps into json or csv text, but
 reading one back overflows (its seconds in microseconds are below the range of a long)."""
@@ -110,6 +114,34 @@ def rules(fmt: str, written: StructType, partition_columns: Sequence[str]) -> li
         else:
             found.extend(_format_rules(fmt, field.name, field.dataType))
     return found
+
+
+def int96_rules(
+    written: StructType, partition_columns: Sequence[str], advice: str
+) -> list[Rule]:
+    """The rules of a parquet write whose timestamps Spark stores as INT96 (an INSERT, as
+    the session says; its default): the timestamps INT96 cannot hold, in every data column."""
+    partitions = {c.lower() for c in partition_columns}
+    return [
+        Rule(
+            field.name,
+            field.dataType,
+            _everywhere(field.dataType, _int96_overflow),
+            "a timestamp after 287564-12-03 04:00:54.775807 UTC (Spark's INT96 writer "
+            "overflows past it)",
+            "parquet written as INT96",
+            advice,
+        )
+        for field in written.fields
+        if field.name.lower() not in partitions
+        and nested_predicate("x", field.dataType, _int96_overflow) is not None
+    ]
+
+
+def _int96_overflow(expression: str, data_type: DataType) -> str | None:
+    if kind(data_type) != "timestamp":
+        return None
+    return f"unix_micros({expression}) > {_INT96_LAST_MICROS}"
 
 
 def _partition_rules(column: str, data_type: DataType) -> list[Rule]:

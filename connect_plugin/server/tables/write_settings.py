@@ -20,7 +20,10 @@ takes from the session alone. So a write that one of these settings would
 change is refused before anything is written, naming the table, the column,
 the setting and what to do. The settings are read when the statement
 starts: a client that changes them while its own statement runs races
-itself.
+itself. One more value does not survive the session's default,
+``INT96``: a timestamp after 287564-12-03 04:00:54.775807 UTC, where
+Spark's INT96 writer overflows; an INSERT that writes INT96 checks its rows
+for it (``value_checks.int96_rules``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefi
 from connect_plugin.errors import ValueNotHeld
 from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.tables.lossless import kind
+from connect_plugin.server.tables.value_checks import Rule, int96_rules
 from connect_plugin.server.transport.upstream import UpstreamSession
 
 TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
@@ -50,18 +54,19 @@ _JULIAN = (
 
 async def refuse_changing_settings(
     upstream: UpstreamSession, table: TempTable, *, by_spark: bool
-) -> None:
+) -> list[Rule]:
     """Raise ``ValueNotHeld`` when the session's settings would change ``table``'s dates or
-    timestamps as they are written.
+    timestamps as they are written; else the value rules they add to the write (INT96's last
+    timestamp, when Spark writes the rows as INT96).
 
     ``by_spark``: Spark writes the rows into the table's view (an INSERT),
     not the gateway with the table's options.
     """
     if table.format != "parquet":
-        return
+        return []
     columns = _time_columns(table)
     if not columns:
-        return
+        return []
     settings = await upstream.config(list(_SPARK_DEFAULTS))
     value = {
         key: (settings.get(key) or default).upper() for key, default in _SPARK_DEFAULTS.items()
@@ -86,6 +91,11 @@ async def refuse_changing_settings(
         _refuse(table, timestamps[0], "timestamps", DATETIME_REBASE, "LEGACY", _JULIAN)
     if value[INT96_REBASE] == "LEGACY" and timestamps and timestamp_type == "INT96":
         _refuse(table, timestamps[0], "timestamps", INT96_REBASE, "LEGACY", _JULIAN)
+    if not (by_spark and timestamps and timestamp_type == "INT96"):
+        return []
+    schema = StructType.fromJson(json.loads(table.schema_json))
+    advice = f'spark.conf.set("{TIMESTAMP_TYPE}", "TIMESTAMP_MICROS") holds it'
+    return int96_rules(schema, table.partition_columns, advice)
 
 
 def _refuse(table: TempTable, column: str, held: str, key: str, value: str, why: str) -> None:

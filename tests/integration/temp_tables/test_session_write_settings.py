@@ -135,6 +135,51 @@ def test_the_scan_reads_every_timestamp_whatever_int96_the_session_writes(
     assert timestamp_units(workspace, spark, "ts") == {"timestamp[us, tz=UTC]", "timestamp[ns]"}
 
 
+INT96_LAST = 9_012_505_233_654_775_807
+"""The last microsecond Spark's INT96 writer converts: 287564-12-03 04:00:54.775807 UTC."""
+BEYOND_INT96 = (
+    "SELECT id, timestamp_micros(micros) AS ts, "
+    "CAST(array(timestamp_micros(micros)) AS ARRAY<TIMESTAMP>) AS tss "
+    f"FROM VALUES (1, {INT96_LAST}), (2, {INT96_LAST + 1}), (3, 9223372036854775807) "
+    "AS v(id, micros)"
+)
+BEYOND_INT96_SHOWN = ["id", "unix_micros(ts)", "unix_micros(tss[0])"]
+
+
+def test_an_insert_of_timestamps_int96_cannot_hold_is_refused(spark: SparkSession) -> None:
+    """Spark's INT96 writer overflows past 287564-12-03 04:00:54.775807 UTC (it adds the
+    Julian day of the epoch in microseconds to a long): an INSERT, which Spark writes as
+    INT96 by default, stored such a timestamp as another one, with no error (issue 45).
+    CTTAS writes microseconds and holds them; an INSERT of one is refused, with the
+    setting that holds it, and the rows up to the last one INT96 holds go in."""
+    expected = sorted(
+        tuple(r) for r in spark.sql(BEYOND_INT96).selectExpr(*BEYOND_INT96_SHOWN).collect()
+    )
+    spark.sql(f"CREATE TEMPORARY TABLE far USING parquet AS {BEYOND_INT96}")
+    assert rows_both_ways(spark, "far", BEYOND_INT96_SHOWN) == expected
+    for where in ("id = 2", "id = 3"):
+        with pytest.raises(
+            PySparkException,
+            match=(
+                r"TEMP_TABLE_VALUE_NOT_HELD.*Temporary table \[far\]: column \[ts\] .*"
+                r"after 287564-12-03 04:00:54.775807 UTC.*"
+                + re.escape(f'spark.conf.set("{TIMESTAMP_TYPE}", "TIMESTAMP_MICROS")')
+            ),
+        ):
+            spark.sql(f"INSERT INTO far {BEYOND_INT96} WHERE {where}")
+    with pytest.raises(PySparkException, match=r"TEMP_TABLE_VALUE_NOT_HELD.*column \[tss\]"):
+        spark.sql(
+            f"INSERT INTO far SELECT id, TIMESTAMP'2024-01-01', tss "
+            f"FROM ({BEYOND_INT96}) WHERE id = 3"
+        )
+    assert rows_both_ways(spark, "far", BEYOND_INT96_SHOWN) == expected
+    spark.sql(f"INSERT INTO far {BEYOND_INT96} WHERE id = 1")
+    assert rows_both_ways(spark, "far", BEYOND_INT96_SHOWN) == sorted([*expected, expected[0]])
+    spark.conf.set(TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
+    spark.sql(f"INSERT INTO far {BEYOND_INT96} WHERE id > 1")
+    assert rows_both_ways(spark, "far", BEYOND_INT96_SHOWN) == sorted([*expected, *expected])
+
+
 OLD_DAYS = (
     "SELECT 1 AS id, DATE'1000-03-01' AS d, TIMESTAMP'1000-03-01 12:34:56.123456' AS ts, "
     "CAST(array(DATE'1582-10-04') AS ARRAY<DATE>) AS ds, 'x' AS s"
