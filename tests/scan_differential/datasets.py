@@ -58,7 +58,8 @@ SHADOWING = ("filename", "dir0")
 IMPLICIT_COLUMNS = ("filename", "filepath", "fqn", "suffix")
 RESCUED = "_rescued_data"
 GHOST = "ghost"
-"""A projected column no file has: the scan gives nulls, as Drill does."""
+"""A projected column no file has: the scan gives nulls, as Drill does; headerless files,
+whose fields have no names, refuse it (``DataSet.refuses_names``)."""
 
 WORDS = ("a", "b c", "x,y", 'q"t', "é", "")
 """Text values: a space, the csv delimiter, a quote, a non-ASCII letter, empty text."""
@@ -254,6 +255,12 @@ class DataSet:
 
     def unreadable_files(self) -> tuple[DataFile, ...]:
         return tuple(data_file for data_file in self.files if data_file.mark == "utf-16")
+
+    def refuses_names(self) -> bool:
+        """Whether planning must refuse the projection: it names the ghost, a name that no
+        field of a headerless file has (docs/scans.md: only ``columns[n]`` reaches them)."""
+        projection = self.projection or ()
+        return self.headerless and any(fold(name) == GHOST for name in projection)
 
     def options(self) -> dict[str, str]:
         """The scan's reader options (``options=`` of ``connect_plugin.scan``)."""

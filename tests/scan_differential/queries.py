@@ -70,7 +70,8 @@ class Pred:
         return f"NOT ({text})" if self.negated else f"({text})"
 
     def on_file(self, value: Value) -> bool | None:
-        """The predicate for a file's value of a per-file column, with SQL's nulls."""
+        """The predicate for a file's value of a per-file column, with SQL's nulls (``x IN
+        (NULL)`` is null, never false, so ``NOT`` of it passes no file either)."""
         if self.op == "is null":
             result: bool | None = value is None
         elif self.op == "is not null":
@@ -78,7 +79,12 @@ class Pred:
         elif value is None or self.value is None:
             return None
         elif self.op == "in":
-            result = value in self.value
+            if value in self.value:
+                result = True
+            elif None in self.value:
+                return None
+            else:
+                result = False
         elif self.op == "like":
             pattern = "".join(".*" if c == "%" else re.escape(c) for c in self.value)
             result = re.fullmatch(pattern, str(value), re.DOTALL) is not None

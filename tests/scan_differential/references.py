@@ -35,7 +35,10 @@ read them must fail) or nulls the column (``null``), by their ids. DuckDB
 types such a ``qty`` as text (or JSON), and each spelling of it by that
 spelling's values alone (``qty`` a HUGEINT, ``QTY_1`` text): the view casts
 each spelling to the scan's number (the type rule of docs/scans.md) before
-making them one, a value that does not convert becoming null.
+making them one, a value that does not convert becoming null. A spelling of
+``tags`` whose lists are all empty or null is JSON[] to DuckDB, which would
+make the lists of the others JSON text too: each spelling is cast to
+BIGINT[], the integers the files hold.
 Under rescue the rescued column is the struct of the columns the first file
 does not have (compared with the scan's JSON object, file key left out).
 
@@ -311,6 +314,8 @@ class DuckDBReference:
                 cast = "DOUBLE"
             elif self._clash_in_files():
                 cast = "BIGINT"
+        elif name == "tags":
+            cast = "BIGINT[]"
         value = self._value(name, cast)
         if value is None:
             return "NULL"

@@ -594,6 +594,66 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Change(delete=0), Rows(), Rows()),
         ),
     ),
+    "NOT over dir0 IN (NULL) passes no file: no bad record need fail it (20-min run, issue 44)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "lines",
+                "dirs",
+                (
+                    DataFile(("2023",), "part0", ("id", "qty"), ((0, 0), (1, None))),
+                    DataFile(
+                        ("2023", "2023"),
+                        "part1",
+                        ("id", "qty"),
+                        ((5, 0), (6, 7)),
+                        (BadRecord(1, "garbage", 1009), BadRecord(0, "truncated", 1010)),
+                    ),
+                ),
+                gzip=True,
+            ),
+            (Rows((Pred("dir0", "in", (None,), negated=True),)), Count()),
+        ),
+    ),
+    "json tags lists, a spelling of them only empty or null (20-min run, issue 44)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "array",
+                "dirs",
+                (
+                    DataFile(("2023",), "part0", ("id", "tags"), ((1, [1]),)),
+                    DataFile(
+                        (),
+                        "part1",
+                        ("id", "tags"),
+                        ((7, [1]), (8, []), (9, None), (10, [])),
+                        spellings=("Id", "tags"),
+                        respelled=(1, 2),
+                    ),
+                ),
+                gzip=True,
+                projection=("Tags", "ID", "DIR0"),
+            ),
+            (Rows(), Union((Pred("ID", "is not null"),), (Pred("DIR0", "in", (None,)),))),
+        ),
+    ),
+    "a named column of headerless csv is refused while planning (20-min run, issue 44)": (
+        "view",
+        Case(
+            DataSet(
+                "csv",
+                "headerless",
+                "hive",
+                (DataFile(("month=1",), "part0", ("id", "qty"), ((0, None), (1, 7))),),
+                gzip=True,
+                projection=("suffix", "Columns[0]", "month", "ghost"),
+            ),
+            (Rows(), Count()),
+        ),
+    ),
 }
 
 
