@@ -40,7 +40,7 @@ from connect_plugin.server.sessions.release import to_the_end
 from connect_plugin.server.statements.results import refreshed
 from connect_plugin.server.table_files.temp_table import TempTable
 from connect_plugin.server.table_files.writes import ProgressSink, stop_write
-from connect_plugin.server.tables.value_checks import Rule, checked, rules
+from connect_plugin.server.tables.value_checks import Rule, checked, nullable_columns, rules
 from connect_plugin.server.tables.zero_signs import refuse_zeros_of_both_signs, zero_columns
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import UpstreamSession
@@ -177,8 +177,7 @@ async def table_rows(
     cast = spark_proto.Relation()
     with deep_messages():
         cast.to_schema.input.CopyFrom(ordered)
-    nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in target])
-    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable))
+    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable_columns(target)))
     return cast
 
 

@@ -28,6 +28,7 @@ from connect_plugin.server.model.statements import (
 )
 from connect_plugin.server.statements.recognition import compared_column
 from connect_plugin.server.table_files.temp_table import TempTable
+from connect_plugin.server.tables.value_checks import nullable_columns
 from connect_plugin.server.transport.plans import deep_messages
 
 CLAUSE = "__connect_plugin_clause"
@@ -201,7 +202,7 @@ class Plan:
     def _typed(self) -> spark_proto.Relation:
         """The select, its values cast to their columns' types, a MERGE's repeated matches
         marked where it may have them."""
-        fields = [StructField(f.name, f.dataType, True, f.metadata) for f in self.schema.fields]
+        fields = list(nullable_columns(self.schema).fields)
         if any(c.branch != EVERY_ROW for c in self.clauses):
             numbered = LongType() if self.cardinality is None else BooleanType()
             fields += [StructField(TARGET_ROW, numbered), StructField(SOURCE_ROW, BooleanType())]
@@ -209,7 +210,7 @@ class Plan:
         for v in self.values:
             for i, column in v.items():
                 if column is not None:
-                    fields.append(StructField(column, self.schema.fields[i].dataType))
+                    fields.append(StructField(column, fields[i].dataType))
         chosen = spark_proto.Relation()
         with deep_messages():
             chosen.project.input.CopyFrom(self._rows())

@@ -5,7 +5,9 @@ A column list renames the query's columns; column definitions are parsed
 by Spark and the query's columns cast to them by position
 (``DataFrame.to`` rules); without a query, a declared table is no rows of
 its columns. Every column is written nullable except a declared ``NOT
-NULL`` one, which the value checks enforce. ``check_shape`` puts the
+NULL`` one, which the value checks enforce; inside a column's values
+(elements, map values, struct fields) everything is nullable, as in Spark's
+own file tables, and a NOT NULL declared there is refused. ``check_shape`` puts the
 partition columns last, as Spark writes them.
 """
 
@@ -24,6 +26,7 @@ from pyspark.sql.types import StructField, StructType
 from connect_plugin.errors import TempTableError, TempTableQueryFailed, UpstreamFailed
 from connect_plugin.server.model.statements import CreateTempTable
 from connect_plugin.server.statements.recognition import char_types
+from connect_plugin.server.tables.value_checks import nullable_columns, nullable_inside
 from connect_plugin.server.transport.plans import deep_messages
 from connect_plugin.server.transport.upstream import UpstreamSession
 
@@ -62,7 +65,7 @@ async def shaped_input(upstream: UpstreamSession, request: CreateTempTable, name
             )
         relation = _renamed(relation, request.column_names)
         schema = await _schema(upstream, relation, name)
-    return Source(relation, _nullable(schema))
+    return Source(relation, nullable_columns(schema))
 
 
 async def _declared_input(
@@ -98,6 +101,13 @@ async def _declared_input(
             f"({_shown(definitions)}) are not valid: {exc.message}"
         ) from exc
     assert isinstance(parsed, StructType)
+    for field in parsed.fields:
+        if nullable_inside(field.dataType) != field.dataType:
+            raise TempTableError(
+                f"Temporary table [{name}] was not created: column [{field.name}] declares "
+                "NOT NULL inside its type; a temporary table keeps NOT NULL on whole columns "
+                f"only: declare the fields of [{field.name}] without NOT NULL"
+            )
     seen: set[str] = set()
     for column in parsed.names:
         if column.lower() in seen:
@@ -118,18 +128,13 @@ async def _declared_input(
     cast = spark_proto.Relation()
     with deep_messages():
         cast.to_schema.input.CopyFrom(_renamed(query, parsed.names))
-    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(_nullable(parsed)))
+    cast.to_schema.schema.CopyFrom(pyspark_types_to_proto_types(nullable_columns(parsed)))
     result = await _schema(upstream, cast, name)
     written = [
         StructField(f.name, f.dataType, declared.nullable, f.metadata)
         for f, declared in zip(result.fields, parsed.fields, strict=True)
     ]
     return Source(cast, StructType(written))
-
-
-def _nullable(schema: StructType) -> StructType:
-    """``schema`` with every column nullable: only a declared column refuses NULL."""
-    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
 
 
 def _renamed(relation: spark_proto.Relation, names: Sequence[str]) -> spark_proto.Relation:

@@ -31,7 +31,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType, UserDefinedType
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    UserDefinedType,
+)
 
 from connect_plugin.errors import NotNullViolation, ValueNotHeld
 from connect_plugin.server.model.spark_sql import literal, quote_identifier
@@ -142,6 +149,34 @@ def _int96_overflow(expression: str, data_type: DataType) -> str | None:
     if kind(data_type) != "timestamp":
         return None
     return f"unix_micros({expression}) > {_INT96_LAST_MICROS}"
+
+
+def nullable_inside(data_type: DataType) -> DataType:
+    """``data_type`` with every element, map value and struct field nullable.
+
+    Inside a value, nullability only says how a query happened to type it
+    (``array(id)`` holds no NULL, ``named_struct('x', id)`` neither), and
+    Spark's own ``CREATE TABLE ... USING parquet AS SELECT`` stores such types
+    nullable: a later statement may put NULL there. NOT NULL is a column's,
+    and the value checks enforce it.
+    """
+    if isinstance(data_type, ArrayType):
+        return ArrayType(nullable_inside(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(nullable_inside(data_type.keyType), nullable_inside(data_type.valueType), True)
+    if isinstance(data_type, StructType):
+        return StructType(
+            [StructField(f.name, nullable_inside(f.dataType), True, f.metadata) for f in data_type]
+        )
+    return data_type
+
+
+def nullable_columns(schema: StructType) -> StructType:
+    """``schema`` with every column nullable, inside too: what a table's rows are cast to
+    before they are written, the checks refusing NULL in a column declared NOT NULL."""
+    return StructType(
+        [StructField(f.name, nullable_inside(f.dataType), True, f.metadata) for f in schema]
+    )
 
 
 def _partition_rules(column: str, data_type: DataType) -> list[Rule]:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from pathlib import Path
 
 import pytest
 from pyspark.sql.connect import proto as spark_proto
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.connect.types import proto_schema_to_pyspark_data_type
+from pyspark.sql.types import (
+    ArrayType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from connect_plugin.server.model.statements import (
     Assignment,
@@ -162,3 +172,34 @@ def test_a_merge_that_may_match_a_row_twice_numbers_the_tables_rows_whatever_its
     plan = Plan.of(matched_delete, _table(rows=10))
     assert "monotonically_increasing_id()" in plan.target[0]
     assert plan.cardinality is None
+
+
+def test_values_typed_without_nulls_are_cast_to_nullable_types_whatever_the_table_stored() -> None:
+    """A table stored by a gateway that kept ``array(id)``'s non-null elements is rewritten
+    with nullable ones: Spark reads the table nullable, and a cast to the stored type
+    failed every statement with NOT_NULL_CONSTRAINT_VIOLATION."""
+    stored = StructType(
+        [
+            StructField("id", LongType(), False),
+            StructField("a", ArrayType(LongType(), False)),
+            StructField("s", StructType([StructField("x", LongType(), False)])),
+            StructField("m", MapType(LongType(), LongType(), False)),
+        ]
+    )
+    table = dataclasses.replace(_table(rows=3), schema_json=stored.json())
+    update = UpdateTable(T, assignments=(Assignment(Name(("a",)), "array(7)"),))
+    node = Plan.of(update, table).relation("changes")
+    while node.WhichOneof("rel_type") != "to_schema":
+        node = getattr(node, node.WhichOneof("rel_type")).input
+    cast = proto_schema_to_pyspark_data_type(node.to_schema.schema)
+    assert isinstance(cast, StructType)
+    nullable = StructType(
+        [
+            StructField("id", LongType()),
+            StructField("a", ArrayType(LongType())),
+            StructField("s", StructType([StructField("x", LongType())])),
+            StructField("m", MapType(LongType(), LongType())),
+        ]
+    )
+    assert cast.fields[:4] == nullable.fields
+    assert cast[cast.names[-1]].dataType == ArrayType(LongType())
