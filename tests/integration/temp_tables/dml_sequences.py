@@ -1,8 +1,9 @@
 """Random sequences of statements on one table, written once for Spark and for DuckDB.
 
 A sequence starts from a random table (format, partitioning, the type of
-its column ``k``, which a partitioned table is partitioned by, rows with
-NULLs and repeated ids) and runs INSERT (of values, or of the table's own
+its column ``k``, which a partitioned table is partitioned by, a struct
+among them, declared or made by a CTAS of no rows whose query types ``k``
+by a literal, rows with NULLs and repeated ids) and runs INSERT (of values, or of the table's own
 rows, led by WITH or Hive's FROM or not), INSERT OVERWRITE, DELETE, UPDATE,
 MERGE INTO, TRUNCATE, CREATE OR REPLACE ... AS SELECT from the table itself
 and the DataFrame writes
@@ -77,6 +78,20 @@ timestamps are those at the epoch and the ends of their range (the session's tim
 UTC, where Spark's TIMESTAMP literals mean what DuckDB's do). A ``DOUBLE`` partition
 column's folders are named by text, so its values leave out ``-0.0``, which DuckDB takes as
 ``0.0`` and Spark's own files keep apart."""
+STRUCT = "STRUCT"
+"""A ``k`` of structs, ``STRUCT<x: BIGINT>``: drawn only for a table neither partitioned
+nor csv (neither holds a struct), and written apart for each engine (``NESTED_KEYS``)."""
+NESTED_KEYS: dict[str, tuple[Callable[[int], str], str, Callable[[int], str], str]] = {
+    STRUCT: (
+        lambda n: f"named_struct('x', CAST({n} AS BIGINT))",
+        "STRUCT<x: BIGINT>",
+        lambda n: "{'x': " + str(n) + "}",
+        "STRUCT(x BIGINT)",
+    ),
+}
+"""Per nested type of ``k``: its values 0-3 and its type for Spark, then for DuckDB. Spark's
+``named_struct`` of a BIGINT literal has a field that cannot be NULL, which a table made by
+its query once kept (and every later UPDATE, DELETE or MERGE failed, issue 45)."""
 ORC_LATE_SECOND = (
     "SELECT 1 FROM t WHERE k >= TIMESTAMP '1969-12-31 23:59:59.001' AND k < TIMESTAMP "
     "'1970-01-01 00:00:00'"
@@ -96,15 +111,22 @@ def key_number(column: str) -> str:
     return f"@n:{column}@"
 
 
-def render(sql: str, key_type: str) -> str:
-    """``sql`` with the type, values and integers of ``k`` written for ``key_type``."""
-    literal, number = KEYS[key_type]
+def render(sql: str, key_type: str, *, duckdb: bool = False) -> str:
+    """``sql`` with the type, values and integers of ``k`` written for ``key_type``, in
+    Spark's SQL or in DuckDB's."""
+    if key_type in NESTED_KEYS:
+        spark_literal, spark_type, duck_literal, duck_type = NESTED_KEYS[key_type]
+        literal, type_name = (duck_literal, duck_type) if duckdb else (spark_literal, spark_type)
+        number = "{}.x"
+    else:
+        literal, number = KEYS[key_type]
+        type_name = key_type
 
     def one(found: re.Match[str]) -> str:
         kind, what = found.groups()
         return literal(int(what)) if kind == "k" else number.format(what)
 
-    return _KEY_PARTS.sub(one, sql.replace(KEY_TYPE, key_type))
+    return _KEY_PARTS.sub(one, sql.replace(KEY_TYPE, type_name))
 
 
 @dataclass(frozen=True)
@@ -146,11 +168,15 @@ class Sequence:
     """The session's ``spark.sql.sources.partitionOverwriteMode`` is ``dynamic``: an
     INSERT OVERWRITE of a partitioned table replaces the partitions it writes."""
     key: str = "INT"
-    """The type of ``k`` (one of ``KEYS``)."""
+    """The type of ``k`` (one of ``KEYS`` or ``NESTED_KEYS``)."""
+    query: bool = False
+    """The table is made by a CTAS of no rows whose query types ``k`` by a literal (which
+    cannot be NULL, nor a struct's field), not declared."""
 
     @property
     def columns(self) -> str:
-        return render(COLUMNS, self.key)
+        """The table's columns, in DuckDB's SQL."""
+        return render(COLUMNS, self.key, duckdb=True)
 
     @property
     def refused(self) -> str | None:
@@ -161,13 +187,32 @@ class Sequence:
         return None
 
     def create(self) -> str:
-        return f"CREATE TEMPORARY TABLE t ({self.columns}) USING {self.fmt}{_partitioning(self.partitioned)}"
+        """The table's CREATE, in Spark's SQL."""
+        head = f"CREATE TEMPORARY TABLE t{{}} USING {self.fmt}{_partitioning(self.partitioned)}"
+        if not self.query:
+            return head.format(f" ({render(COLUMNS, self.key)})")
+        typed = key(0) if self.key in NESTED_KEYS else f"CAST({key(0)} AS {KEY_TYPE})"
+        query = (
+            f"SELECT CAST(NULL AS INT) AS id, {typed} AS k, CAST(NULL AS BIGINT) AS v, "
+            "CAST(NULL AS STRING) AS s WHERE FALSE"
+        )
+        return render(f"{head.format('')} AS {query}", self.key)
+
+    def filling(self) -> Statement | None:
+        """The INSERT of the sequence's first rows, for both engines."""
+        if not self.rows:
+            return None
+        insert = f"INSERT INTO t ({', '.join(NAMES)}) VALUES {', '.join(self.rows)}"
+        return Statement(
+            render(insert, self.key), render(insert, self.key, duckdb=True), counts=False
+        )
 
     def rendered(self) -> Sequence:
-        """The sequence with each statement's ``k`` written for its type."""
+        """The sequence with each statement's ``k`` written for its type, in the SQL of the
+        engine that runs it (its rows stay as drawn: ``filling`` writes them)."""
 
-        def text(sql: str | None) -> str | None:
-            return None if sql is None else render(sql, self.key)
+        def text(sql: str | None, duckdb: bool = True) -> str | None:
+            return None if sql is None else render(sql, self.key, duckdb=duckdb)
 
         statements = tuple(
             dataclasses.replace(
@@ -177,12 +222,11 @@ class Sequence:
                 fails_when=text(s.fails_when),
                 cardinality=text(s.cardinality),
                 repeated=text(s.repeated),
-                overwriting=text(s.overwriting),
+                overwriting=text(s.overwriting, duckdb=False),
             )
             for s in self.statements
         )
-        rows = tuple(render(r, self.key) for r in self.rows)
-        return dataclasses.replace(self, rows=rows, statements=statements)
+        return dataclasses.replace(self, statements=statements)
 
 
 def _partitioning(partitioned: bool) -> str:
@@ -598,6 +642,10 @@ def sequences(draw: st.DrawFn) -> Sequence:
         lead = draw(st.none() | emptying(fmt, partitioned))
         met = [draw(inserted)] if lead is None else [lead, draw(inserted)]
         statements[at:at] = met
+    # Drawn last, so that the draws before them stay those of a given seed.
+    query = draw(st.integers(0, 3)) == 0
+    if not partitioned and fmt != "csv" and draw(st.integers(0, 3)) == 0:
+        key_type = STRUCT
     return Sequence(
         fmt=fmt,
         partitioned=partitioned,
@@ -605,4 +653,5 @@ def sequences(draw: st.DrawFn) -> Sequence:
         statements=tuple(statements),
         dynamic=dynamic,
         key=key_type,
+        query=query,
     )

@@ -1,8 +1,8 @@
 """Differential: random statement sequences on a temp table end as on a DuckDB temp table.
 
-Each sequence (``dml_sequences``) creates a declared table in a random
-format, its column ``k`` (a partitioned table's partition column) of a
-random type, fills it, and runs INSERT, INSERT OVERWRITE, DELETE, UPDATE, MERGE
+Each sequence (``dml_sequences``) creates a table in a random format,
+declared or made by a CTAS of no rows, its column ``k`` (a partitioned
+table's partition column) of a random type (a struct too), fills it, and runs INSERT, INSERT OVERWRITE, DELETE, UPDATE, MERGE
 INTO, TRUNCATE, CREATE OR REPLACE and DataFrame writes through the gateway
 and on DuckDB in-process; after every statement the answers (rows changed)
 and the tables, row for row, must agree, read afresh and through DataFrames
@@ -26,7 +26,7 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 import connect_plugin
@@ -34,7 +34,9 @@ from connect_plugin.server.tables.overwrites import PARTITION_OVERWRITE_MODE
 from tests.integration.support import first_seed, table_folders
 from tests.integration.temp_tables.dml_sequences import (
     DML_RUNS,
+    KEY_TYPE,
     NAMES,
+    STRUCT,
     Sequence,
     Statement,
     key,
@@ -53,6 +55,11 @@ _TWICE = (
     "(SELECT * FROM (VALUES (5, DATE '2024-03-04', CAST(2 AS BIGINT), CAST(NULL AS STRING)), "
     "(5, DATE '2024-03-03', CAST(0 AS BIGINT), 'b')) AS src(id, k, v, s))"
 )
+_STRUCTS = (
+    f"(SELECT * FROM (VALUES (3, CAST({key(0)} AS {KEY_TYPE}), CAST(1 AS BIGINT), 'b'), "
+    f"(2, CAST({key(3)} AS {KEY_TYPE}), CAST(2 AS BIGINT), 'c')) AS src(id, k, v, s))"
+)
+_INSERTED = "WHEN MATCHED THEN UPDATE SET k = src.k WHEN NOT MATCHED THEN INSERT *"
 FINDS: tuple[Sequence, ...] = (
     Sequence(
         fmt="csv",
@@ -147,6 +154,22 @@ FINDS: tuple[Sequence, ...] = (
             ),
         ),
     ),
+    Sequence(
+        fmt="parquet",
+        partitioned=False,
+        key=STRUCT,
+        query=True,
+        rows=(
+            f"(1, CAST({key(1)} AS {KEY_TYPE}), CAST(4 AS BIGINT), CAST('a' AS STRING))",
+            f"(2, CAST(NULL AS {KEY_TYPE}), CAST(NULL AS BIGINT), CAST(NULL AS STRING))",
+        ),
+        statements=(
+            Statement("UPDATE t SET v = v + 1 WHERE id = 1", "UPDATE t SET v = v + 1 WHERE id = 1"),
+            Statement(f"UPDATE t SET k = {key(2)} WHERE id = 2", f"UPDATE t SET k = {key(2)} WHERE id = 2"),
+            Statement(f"MERGE INTO t USING {_STRUCTS} AS src ON t.id = src.id {_INSERTED}", f"MERGE INTO t USING {_STRUCTS} AS src ON t.id = src.id {_INSERTED}"),
+            Statement("DELETE FROM t WHERE id = 1", "DELETE FROM t WHERE id = 1"),
+        ),
+    ),
 )
 """Kept examples: a partitioned csv table (its partition column stored last) through a MERGE
 whose table rows match twice without a WHEN MATCHED clause (kept once), an UPDATE of the
@@ -155,7 +178,9 @@ partition column to NULL, and a MERGE whose first clause deletes; ``insertInto``
 deleting a row two source rows match, which counts once (DuckDB counts it twice); a kept
 ``scan`` of a table with a TIMESTAMP column, which failed in the gateway (its pyspark gives
 a TIMESTAMP no Arrow type without a zone), and of one partitioned by a TIMESTAMP, whose
-folder values (no offset) it could not read."""
+folder values (no offset) it could not read; a table made by a CTAS whose query typed
+``k``'s struct field NOT NULL (``named_struct('x', 0L)``), on which every UPDATE, DELETE and
+MERGE failed with Spark's ``NOT_NULL_CONSTRAINT_VIOLATION`` (issue 45)."""
 
 
 def dml_seconds(config: pytest.Config) -> float:
@@ -164,7 +189,14 @@ def dml_seconds(config: pytest.Config) -> float:
 
 
 def _rows(read: DataFrame) -> list[tuple[object, ...]]:
-    return sorted((tuple(r) for r in read.select(*NAMES).collect()), key=repr)
+    """The rows of ``read``, a struct as a dict, as DuckDB gives it."""
+    return sorted(
+        (
+            tuple(v.asDict(recursive=True) if isinstance(v, Row) else v for v in r)
+            for r in read.select(*NAMES).collect()
+        ),
+        key=repr,
+    )
 
 
 def _duck_rows(duck: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
@@ -232,9 +264,9 @@ class Differential:
             self.held["scan"] = connect_plugin.scan(spark, table="t")
         self.refused_rows = sequence.refused
         statements = sequence.statements
-        if sequence.rows:
-            insert = f"INSERT INTO t ({', '.join(NAMES)}) VALUES {', '.join(sequence.rows)}"
-            statements = (Statement(insert, insert, counts=False), *statements)
+        filling = sequence.filling()
+        if filling is not None:
+            statements = (filling, *statements)
         with duckdb.connect() as duck:
             duck.sql(f"CREATE TEMPORARY TABLE t ({sequence.columns})")
             for at, statement in enumerate(statements):
