@@ -29,7 +29,7 @@ from pathlib import Path
 
 from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError, EnvironmentProblem
-from connect_plugin.server.sessions.private_files import PASSABLE_MODE
+from connect_plugin.server.sessions.private_files import PASSABLE_MODE, folder_with_mode
 from connect_plugin.spark_processes.process_users import as_user, user_options
 
 OWN_MODE = 0o700
@@ -94,9 +94,7 @@ def engine_users(config: Config, euid: int | None = None) -> dict[str, EngineUse
 def passable_folder(path: Path) -> None:
     """Create ``path`` (and missing parents) as a folder others may pass through: ``0711``."""
     try:
-        path.mkdir(mode=PASSABLE_MODE, parents=True, exist_ok=True)
-        if stat.S_IMODE(os.stat(path).st_mode) != PASSABLE_MODE:
-            os.chmod(path, PASSABLE_MODE)
+        folder_with_mode(path, PASSABLE_MODE)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot create the folder [{path}]: {exc.strerror}") from exc
 

@@ -28,12 +28,18 @@ SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 """Files SQLite keeps beside a database; it gives new ones the database's mode."""
 
 
+def folder_with_mode(path: Path, mode: int) -> None:
+    """Create ``path`` (and missing parents) and give the folder itself ``mode``; raises
+    ``OSError``."""
+    path.mkdir(mode=mode, parents=True, exist_ok=True)
+    if stat.S_IMODE(os.stat(path).st_mode) != mode:
+        os.chmod(path, mode)
+
+
 def private_folder(path: Path) -> None:
     """Create ``path`` (and missing parents) and make the folder itself 0700."""
     try:
-        path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-        if stat.S_IMODE(os.stat(path).st_mode) != FOLDER_MODE:
-            os.chmod(path, FOLDER_MODE)
+        folder_with_mode(path, FOLDER_MODE)
     except OSError as exc:
         raise WorkspaceError(
             f"cannot create the private folder [{path}]: {exc.strerror}; check that the "
