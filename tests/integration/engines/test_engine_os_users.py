@@ -28,17 +28,15 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect._typing import UserDefinedFunctionLike
 from pyspark.sql.functions import col, udf
+from pyspark.sql.types import StringType
 
 from connect_plugin import scan
-from connect_plugin.config import Config
 from connect_plugin.errors import ConfigError
 from connect_plugin.server.engine_process import LocalEngine
-from connect_plugin.server.gateway import Gateway, serve
+from connect_plugin.server.gateway import Gateway
 from connect_plugin.server.sessions.workspace import SCANS_DIR
-from tests.integration.support import TEST_SPARK_CONF, spark_connect_server_pids
+from tests.integration.engines.support import TOKENS, engines_gateway, session_of
 
-ENGINE_MEMORY = "512m"
-TOKENS = {user: f"{user}-{secrets.token_urlsafe(24)}" for user in ("alice", "bob", "carol")}
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 GONE_S = 10.0
 """How long the processes of a stopped engine may take to be gone from ``/proc``."""
@@ -159,45 +157,11 @@ def base() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _tokens_file(folder: Path) -> Path:
-    path = folder / "tokens"
-    path.write_text("".join(f"{user} {token}\n" for user, token in TOKENS.items()))
-    path.chmod(0o600)
-    return path
-
-
 @contextmanager
 def os_users_gateway(folder: Path, os_users: dict[str, str], **settings: object) -> Iterator[Gateway]:
-    values: dict[str, object] = dict(
-        port=0,
-        local=True,
-        share_level="user",
-        auth_tokens_file=_tokens_file(folder),
-        workspace=folder / "workspace",
-        state_dir=folder / "state",
-        conf_dir=None,
-        engine_driver_memory=ENGINE_MEMORY,
-        warm_up=False,
-        class_archive=False,
-        stop_python_workers=True,
-        engine_os_users=tuple(f"{owner}={name}" for owner, name in os_users.items()),
-    )
-    values.update(settings)
-    gateway = serve(Config(**values), engine_conf=TEST_SPARK_CONF)  # type: ignore[arg-type]
-    try:
+    users = tuple(f"{owner}={name}" for owner, name in os_users.items())
+    with engines_gateway(folder, engine_os_users=users, **settings) as gateway:
         yield gateway
-    finally:
-        gateway.stop()
-        assert spark_connect_server_pids(str(folder)) == set()
-
-
-@contextmanager
-def session_of(gateway: Gateway, user: str) -> Iterator[SparkSession]:
-    spark = SparkSession.builder.remote(f"sc://localhost:{gateway.port}/;token={TOKENS[user]}").create()
-    try:
-        yield spark
-    finally:
-        spark.stop()
 
 
 def _engine(gateway: Gateway, owner: str) -> LocalEngine:
@@ -231,7 +195,7 @@ def _worker_functions() -> tuple[UserDefinedFunctionLike, UserDefinedFunctionLik
 
         return f"{worker_os.getuid()}:{worker_os.getgid()}:{worker_os.getgroups()}"
 
-    return udf(attempt, "string", useArrow=False), udf(who, "string", useArrow=False)
+    return udf(attempt, StringType(), useArrow=False), udf(who, StringType(), useArrow=False)
 
 
 def _reads(spark: SparkSession, paths: list[str]) -> dict[str, str]:

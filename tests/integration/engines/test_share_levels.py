@@ -7,15 +7,12 @@ with small heaps, and checks at its end that none of them is left running.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -24,63 +21,20 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from connect_plugin.config import Config
 from connect_plugin.server.engine_process import GATEWAY_SETTING, process_mark, stop_strays
-from connect_plugin.server.gateway import Gateway, serve
-from tests.integration.support import TEST_SPARK_CONF, Upstream, spark_connect_server_pids
+from connect_plugin.server.gateway import Gateway
+from tests.integration.engines.support import (
+    ENGINE_MEMORY,
+    TOKENS,
+    engines_gateway,
+    session_of,
+    tokens_file,
+)
+from tests.integration.support import Upstream, spark_connect_server_pids
 
-TOKENS = {user: f"{user}-{secrets.token_urlsafe(24)}" for user in ("alice", "bob", "carol")}
-ENGINE_MEMORY = "512m"
 IDLE_WAIT_S = 60.0
 GROUP_EXIT_S = 10.0
 """How long killed processes may take to be gone from ``/proc`` (reaped by init)."""
-
-
-def _tokens_file(folder: Path, groups: dict[str, str]) -> Path:
-    path = folder / "tokens"
-    path.write_text(
-        "".join(f"{user} {token} {groups.get(user, '')}\n" for user, token in TOKENS.items())
-    )
-    path.chmod(0o600)
-    return path
-
-
-@contextmanager
-def engines_gateway(
-    folder: Path, groups: dict[str, str] | None = None, **settings: object
-) -> Iterator[Gateway]:
-    """A gateway of share level ``user`` (or what ``settings`` say) starting its engines
-    here; on leaving, no engine of it may be left running."""
-    values: dict[str, object] = dict(
-        port=0,
-        local=True,
-        share_level="user",
-        auth_tokens_file=_tokens_file(folder, groups or {}),
-        workspace=folder / "workspace",
-        state_dir=folder / "state",
-        conf_dir=None,
-        engine_driver_memory=ENGINE_MEMORY,
-        warm_up=False,
-        class_archive=False,
-        stop_python_workers=True,
-    )
-    values.update(settings)
-    gateway = serve(Config(**values), engine_conf=TEST_SPARK_CONF)  # type: ignore[arg-type]
-    try:
-        yield gateway
-    finally:
-        gateway.stop()
-        assert spark_connect_server_pids(str(folder)) == set()
-
-
-@contextmanager
-def session_of(gateway: Gateway, user: str) -> Iterator[SparkSession]:
-    address = f"sc://localhost:{gateway.port}/;token={TOKENS[user]}"
-    spark = SparkSession.builder.remote(address).create()
-    try:
-        yield spark
-    finally:
-        spark.stop()
 
 
 def _group(pgid: int) -> set[int]:
@@ -361,7 +315,7 @@ def test_engines_of_a_gateway_killed_outright_are_stopped_by_the_next_one(
 ) -> None:
     command = [
         sys.executable, "-m", "connect_plugin.cli", "serve", "--local",
-        "--share-level", "user", "--auth-tokens", str(_tokens_file(tmp_path, {})),
+        "--share-level", "user", "--auth-tokens", str(tokens_file(tmp_path)),
         "--port", "0", "--workspace", str(tmp_path / "workspace"),
         "--state-dir", str(tmp_path / "state"), "--no-warm-up", "--no-class-archive",
         "--engine-memory", ENGINE_MEMORY,
