@@ -7,7 +7,6 @@ Spark returns to the client, over files written by the test.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,7 @@ from pyspark.sql import functions as F
 
 import connect_plugin
 from tests.integration.support import Upstream
-
-
-def write_json(path: Path, records: Iterable[Mapping[str, Any] | str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
-    path.write_text("".join(line + "\n" for line in lines))
-    return path
+from tests.unit.scanning.scan_checks import write_json
 
 
 def rows(df: Any) -> list[dict[str, Any]]:

@@ -12,18 +12,13 @@ and a real Spark Connect server.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 import connect_plugin
-
-
-def write_json(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+from tests.unit.scanning.scan_checks import write_json
 
 
 def months(root: Path) -> Path:

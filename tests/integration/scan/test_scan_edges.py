@@ -9,7 +9,6 @@ Connect server, checked on the rows and counts Spark returns.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +20,7 @@ from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 from pyspark.sql import SparkSession
 
 import connect_plugin
-
-
-def write_json(path: Path, records: Iterable[Mapping[str, Any] | str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
-    path.write_text("".join(line + "\n" for line in lines))
-    return path
-
-
-def write_text(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+from tests.unit.scanning.scan_checks import write_json, write_text
 
 
 def rows(df: Any) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ pyspark wheel, which knows nothing of the plugin at all.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -22,22 +21,17 @@ from pyspark.sql import SparkSession
 
 from connect_plugin.server.gateway import Gateway
 from tests.integration.support import new_session
+from tests.unit.scanning.scan_checks import write_json
 
 SCALA_CLIENT_TIMEOUT_S = 180
-
-
-def write_lines(path: Path, records: list[Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
-    return path
 
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Json files in year folders that drift: a column added, a type widened."""
     root = tmp_path_factory.mktemp("logs")
-    write_lines(root / "2023" / "a.json", [{"id": 1, "ms": 5}, {"id": 2, "ms": 7}])
-    write_lines(root / "2024" / "b.json", [{"id": 3, "ms": 2.5, "host": "h"}])
+    write_json(root / "2023" / "a.json", [{"id": 1, "ms": 5}, {"id": 2, "ms": 7}])
+    write_json(root / "2024" / "b.json", [{"id": 3, "ms": 2.5, "host": "h"}])
     return root
 
 
@@ -70,7 +64,7 @@ def test_the_result_is_what_spark_gives_for_a_view(spark: SparkSession, logs: Pa
 def test_a_view_of_no_columns_counts_the_records_reading_keeps(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    write_lines(tmp_path / "d.json", [{"a": 1}, "{not json", {"a": 2}])
+    write_json(tmp_path / "d.json", [{"a": 1}, "{not json", {"a": 2}])
     spark.sql(
         f"CREATE TEMP VIEW counted USING scan OPTIONS (path '{tmp_path}', format 'json', "
         "columns '', on_error 'skip')"
@@ -93,7 +87,7 @@ def test_or_replace_replaces_and_a_taken_name_is_sparks_error(
 
 
 def test_schema_on_error_and_a_column_list(spark: SparkSession, tmp_path: Path) -> None:
-    write_lines(tmp_path / "d.json", [{"a": 1, "b": "x"}, "{not json", {"a": 2, "b": "y", "c": 1}])
+    write_json(tmp_path / "d.json", [{"a": 1, "b": "x"}, "{not json", {"a": 2, "b": "y", "c": 1}])
     spark.sql(
         f"""CREATE TEMPORARY VIEW typed USING scan OPTIONS (path '{tmp_path}', format 'json',
             schema 'a INT', on_error 'skip', rescued_column '_rescued_data')"""
@@ -148,7 +142,7 @@ def test_a_temp_table_is_scanned_by_the_table_option(spark: SparkSession) -> Non
 def test_each_bad_option_is_an_error_naming_it(
     spark: SparkSession, tmp_path: Path, options: str, message: str
 ) -> None:
-    write_lines(tmp_path / "d.json", [{"a": 1}])
+    write_json(tmp_path / "d.json", [{"a": 1}])
     with pytest.raises(AnalysisException, match=message):
         spark.sql(f"CREATE TEMPORARY VIEW bad USING scan OPTIONS ({options.format(p=tmp_path)})")
     assert not spark.catalog.tableExists("bad")
@@ -164,7 +158,7 @@ def test_the_statement_is_taken_whole(spark: SparkSession, tmp_path: Path) -> No
 
 
 def test_other_providers_stay_sparks(spark: SparkSession, tmp_path: Path) -> None:
-    write_lines(tmp_path / "d.json", [{"a": 1}])
+    write_json(tmp_path / "d.json", [{"a": 1}])
     spark.sql(f"CREATE TEMP VIEW plain USING json OPTIONS (path '{tmp_path}')")
     assert rows(spark, "SELECT a FROM plain") == [(1,)]
 
