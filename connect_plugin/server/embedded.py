@@ -48,6 +48,13 @@ ARCHIVING_STOP_TIMEOUT_S = 180.0
 READY_POLL_S = 0.25
 WAREHOUSE_DIR = "warehouse"
 LOG_FILE = Path("logs") / "spark-connect.log"
+SERVER_DEFAULTS = {"spark.sql.json.filterPushdown.enabled": "false"}
+"""Settings every server started here gets unless its ``spark-defaults.conf`` or the caller
+sets them. Spark's json reader fails a query whose filter compares a struct column with a
+struct value (``k IN (named_struct(...), ...)``, ``k <=> ...``, ``k > ... OR ...``:
+``FAILED_READ_FILE`` caused by ``empty.reduceLeft`` in ``JsonFilters``, which cannot make a
+literal of a struct) when it pushes the filter into the parser; without the push Spark
+filters the rows it read, as it does for every other format. A session may set it back."""
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 """Where Spark Connect 4.0+ reads ``spark.connect.authenticate.token`` from its environment."""
 
@@ -191,11 +198,16 @@ class EmbeddedSparkConnect:
         }
         if self.state_dir is not None:
             conf["spark.sql.warehouse.dir"] = str(self.state_dir / WAREHOUSE_DIR)
+        defaults = None
+        if self.conf_dir is not None and (self.conf_dir / SPARK_DEFAULTS).is_file():
+            defaults = self.conf_dir / SPARK_DEFAULTS
+        given = _keys_of(defaults) if defaults is not None else set()
+        conf.update({key: value for key, value in SERVER_DEFAULTS.items() if key not in given})
         conf.update(self.extra_conf)
         args = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS]
         args += ["--name", "connect-plugin embedded Spark Connect", "--master", self.master]
-        if self.conf_dir is not None and (self.conf_dir / SPARK_DEFAULTS).is_file():
-            args += ["--properties-file", str(self.conf_dir / SPARK_DEFAULTS)]
+        if defaults is not None:
+            args += ["--properties-file", str(defaults)]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
         return args
@@ -329,3 +341,13 @@ class EmbeddedSparkConnect:
         if archiving is not None:
             archiving.finish(stopped_cleanly=cleanly)
         log.info("stopped Spark Connect (pid %d)", process.pid)
+
+
+def _keys_of(properties: Path) -> set[str]:
+    """The keys a ``spark-defaults.conf`` sets (a line is a key, then blanks or ``=``)."""
+    keys = set()
+    for line in properties.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keys.add(re.split(r"[\s=]", line, maxsplit=1)[0])
+    return keys

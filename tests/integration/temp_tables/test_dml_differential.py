@@ -170,6 +170,20 @@ FINDS: tuple[Sequence, ...] = (
             Statement("DELETE FROM t WHERE id = 1", "DELETE FROM t WHERE id = 1"),
         ),
     ),
+    Sequence(
+        fmt="json",
+        partitioned=False,
+        key=STRUCT,
+        query=True,
+        rows=(f"(0, CAST(NULL AS {KEY_TYPE}), CAST(NULL AS BIGINT), CAST(NULL AS STRING))",),
+        statements=(
+            Statement(
+                f"INSERT INTO t (id, k, v, s) SELECT id, k, v, s FROM t WHERE k IN ({key(0)}, {key(1)})",
+                f"INSERT INTO t (id, k, v, s) SELECT id, k, v, s FROM t WHERE k IN ({key(0)}, {key(1)})",
+                counts=False,
+            ),
+        ),
+    ),
 )
 """Kept examples: a partitioned csv table (its partition column stored last) through a MERGE
 whose table rows match twice without a WHEN MATCHED clause (kept once), an UPDATE of the
@@ -180,7 +194,9 @@ deleting a row two source rows match, which counts once (DuckDB counts it twice)
 a TIMESTAMP no Arrow type without a zone), and of one partitioned by a TIMESTAMP, whose
 folder values (no offset) it could not read; a table made by a CTAS whose query typed
 ``k``'s struct field NOT NULL (``named_struct('x', 0L)``), on which every UPDATE, DELETE and
-MERGE failed with Spark's ``NOT_NULL_CONSTRAINT_VIOLATION`` (issue 45)."""
+MERGE failed with Spark's ``NOT_NULL_CONSTRAINT_VIOLATION`` (issue 45); an INSERT reading a
+json table through ``k IN (<struct>, <struct>)``, which Spark's json reader failed when it
+pushed the filter into its parser (``spark.sql.json.filterPushdown.enabled``)."""
 
 
 def dml_seconds(config: pytest.Config) -> float:

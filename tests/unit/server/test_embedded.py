@@ -97,6 +97,31 @@ def test_explicit_settings_win_over_the_state_folder(tmp_path: Path) -> None:
     assert server.log_path == tmp_path / "spark.log"
 
 
+PUSHDOWN = "spark.sql.json.filterPushdown.enabled"
+
+
+@pytest.mark.parametrize(
+    ("defaults", "extra", "passed"),
+    [
+        (None, {}, "false"),
+        ("spark.ui.enabled false\n", {}, "false"),
+        (f"# {PUSHDOWN} true\n", {}, "false"),
+        (f"{PUSHDOWN}  true\n", {}, None),
+        (f"{PUSHDOWN}=true\n", {}, None),
+        (None, {PUSHDOWN: "true"}, "true"),
+    ],
+)
+def test_json_filter_pushdown_is_off_unless_the_defaults_or_the_caller_set_it(
+    tmp_path: Path, defaults: str | None, extra: dict[str, str], passed: str | None
+) -> None:
+    """Spark's json reader fails a pushed filter comparing a struct column with a struct."""
+    if defaults is not None:
+        (tmp_path / "spark-defaults.conf").write_text(defaults)
+    command = EmbeddedSparkConnect(conf_dir=tmp_path, port=12345, extra_conf=extra).command()
+    given = [arg.split("=", 1)[1] for arg in command if arg.startswith(f"{PUSHDOWN}=")]
+    assert given == ([] if passed is None else [passed])
+
+
 def test_a_token_goes_to_the_server_by_its_environment_and_to_clients_by_the_address() -> None:
     server = EmbeddedSparkConnect(conf_dir=None, port=12345, token="s3cret-token")
     assert not any("s3cret-token" in part for part in server.command())
