@@ -162,6 +162,8 @@ class SparkReference:
             index = _dir(column, data_set)
             if fold(column) in present:
                 expressions.append(f"`{present[fold(column)]}` AS `{column}`")
+            elif fold(column) in data_set.data_columns():
+                expressions.append(f"CAST(NULL AS STRING) AS `{column}`")
             elif index is not None:
                 parts = f"split({path}, '/')"
                 expressions.append(

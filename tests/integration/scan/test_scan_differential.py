@@ -654,6 +654,21 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Rows(), Count()),
         ),
     ),
+    "a data column named filename, its only file deleted after planning (20-min run, issue 44)": (
+        "frame",
+        Case(
+            DataSet(
+                "json",
+                "array",
+                "dirs",
+                (
+                    DataFile((), "part0", ("id", "qty", "ok", "filename"), ((0, None, None, None),)),
+                    DataFile((), "part1", ("id", "tags"), ((1, None),)),
+                ),
+            ),
+            (Change(delete=0), Rows(), Rows()),
+        ),
+    ),
 }
 
 
