@@ -46,6 +46,8 @@ REGISTRY_FILE = "registry.sqlite3"
 SCANS_DIR = ".scans"
 """In a session's folder: the plans its scans keep (``connect_plugin.scanning.planning.kept``),
 which no listing of tables returns."""
+_REMOVE_ATTEMPTS = 20
+"""Deletions of a folder that files keep coming into before the gateway gives up."""
 _NO_LINKS = frozenset((errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP))
 """Errors of ``link`` that a copy gets around (other devices, no link support, too many)."""
 
@@ -328,14 +330,36 @@ class Workspace:
 
     @staticmethod
     def remove(folder: Path) -> bool:
-        """Delete ``folder`` and everything below it; False when it was already gone."""
-        try:
-            shutil.rmtree(folder)
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            raise WorkspaceError(f"cannot delete [{folder}]: {exc}") from exc
-        return True
+        """Delete ``folder`` and everything below it; False when it was already gone.
+
+        A task of Spark's that a query no longer waits for (a stage it dropped,
+        a task killed late) may still write a scan's rejects into the folder,
+        and a refresh may delete files in it, while it is deleted: a file that
+        comes or goes in the meantime makes the deletion start again. Once the
+        folder is gone nothing makes it again (writers never make the folders
+        above their own).
+        """
+        removed = False
+        failure: OSError | None = None
+        for _ in range(_REMOVE_ATTEMPTS):
+            try:
+                shutil.rmtree(folder)
+            except FileNotFoundError as exc:
+                if not os.path.lexists(folder):
+                    return removed
+                failure = exc
+            except OSError as exc:
+                if exc.errno != errno.ENOTEMPTY:
+                    raise WorkspaceError(f"cannot delete [{folder}]: {exc}") from exc
+                failure = exc
+            else:
+                return True
+            removed = True
+        raise WorkspaceError(
+            f"cannot delete [{folder}]: files kept coming while it was deleted "
+            f"({_REMOVE_ATTEMPTS} attempts, last: {failure}); the gateway deletes what is left "
+            "when it next starts"
+        )
 
     def remove_session(self, session_id: str) -> Path | None:
         """Delete a session's whole folder; the path when something was deleted."""

@@ -4,12 +4,16 @@ a session folder belongs to."""
 from __future__ import annotations
 
 import errno
+import itertools
 import os
+import threading
+import uuid
 from pathlib import Path
 
 import pytest
 
-from connect_plugin.errors import WorkspaceError
+from connect_plugin.errors import ScanError, WorkspaceError
+from connect_plugin.scanning.reading.rejects import WRITING_FOLDER, RejectFiles
 from connect_plugin.server.sessions.workspace import Workspace
 from tests.integration.support import assert_private
 
@@ -124,3 +128,43 @@ def test_a_session_folder_goes_to_the_user_its_engine_runs_as(tmp_path: Path) ->
     copied = tmp_path / "copied"
     Workspace.copy_table(source, copied, owner)
     assert {os.stat(p).st_uid for p in (copied, copied / "k=1")} == {owner[0]}
+
+
+def _straggle(
+    sink: RejectFiles, written: threading.Event, stop: threading.Event, refused: list[ScanError]
+) -> None:
+    """A task writing the rejects of file after file until its folder is gone (or ``stop``)."""
+    for number in itertools.count():
+        if stop.is_set():
+            return
+        try:
+            sink.finish(f"file:///data/part{number}.json")
+        except ScanError as exc:
+            refused.append(exc)
+            return
+        if number == 2:
+            written.set()
+
+
+def test_a_table_folder_a_late_task_writes_rejects_into_is_deleted_for_good(
+    tmp_path: Path,
+) -> None:
+    """A task Spark no longer waits for keeps writing a scan's rejects while the rejects
+    table is dropped: the drop deletes the folder all the same, and the task cannot make
+    it again."""
+    for attempt in range(40):
+        folder = tmp_path / f"table{attempt}"
+        (folder / WRITING_FOLDER).mkdir(parents=True)
+        sink = RejectFiles(str(folder), uuid.uuid4().hex, "reject_errors")
+        written, stop = threading.Event(), threading.Event()
+        refused: list[ScanError] = []
+        task = threading.Thread(target=_straggle, args=(sink, written, stop, refused), daemon=True)
+        task.start()
+        written.wait(10)
+        try:
+            assert Workspace.remove(folder)
+            task.join(10)
+        finally:
+            stop.set()
+        assert not folder.exists()
+        assert "reject_errors" in str(refused[0])
