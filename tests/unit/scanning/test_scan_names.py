@@ -5,6 +5,7 @@ implicit columns, byte order marks."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ import pytest
 from connect_plugin.errors import BadRecord, UnreadableFile
 from connect_plugin.scanning import ScanReader, ScanSpec, plan_scan
 from connect_plugin.scanning.formats.json import JsonFormat
+from connect_plugin.scanning.formats.json_keys import JsonKeys
 from connect_plugin.scanning.planning.implicit import IMPLICIT_MARKER
 from connect_plugin.scanning.reading import scanner
 from tests.unit.scanning.scan_checks import rows, scan, write_json, write_parquet, write_text
@@ -63,16 +65,36 @@ def refuse(*_: object) -> None:
     raise AssertionError("this path must not be taken")
 
 
+FOLDING_TO_ASCII = [
+    chr(point) for point in range(0x80, sys.maxunicode + 1) if chr(point).casefold().isascii()
+]
+"""Every character outside ASCII that case folding turns into ASCII (the sharp s, the
+Kelvin sign, the long s, ligatures), from Python's Unicode tables."""
+
+
 @pytest.mark.parametrize(
     "key",
-    ["\\u0049D", "\u212a", "\u017ftate"],
-    ids=["escaped", "kelvin sign", "long s"],
+    [
+        "\\u0049D",
+        *(f"{c}tate" for c in FOLDING_TO_ASCII),
+        *(f"\\u{ord(c):04x}tate" for c in FOLDING_TO_ASCII),
+    ],
 )
 def test_keys_that_only_unicode_folding_matches(tmp_path: Path, key: str) -> None:
     column = json.loads(f'"{key}"').casefold()
     lines = [json.dumps({"n": 1, column: 1}), f'{{"n": 2, "{key}": 2}}']
     write_text(tmp_path / "a.json", "\n".join(lines) + "\n")
     assert scan(tmp_path, sample_bytes=16).column(column).to_pylist() == [1, 2]
+
+
+def test_blocks_with_capitals_of_no_letter_of_a_name_are_not_searched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(JsonFormat, "block_bytes", 64)
+    monkeypatch.setattr(JsonKeys, "_upper_case_tokens_hide", refuse)
+    write_json(tmp_path / "a.json", [{"id": i, "v": "XYZ BOW"} for i in range(20)])
+    table = scan(tmp_path, sample_bytes=32)
+    assert table.column("v").to_pylist() == ["XYZ BOW"] * 20
 
 
 def test_two_keys_of_one_record_under_each_policy(tmp_path: Path) -> None:
