@@ -73,6 +73,17 @@ def test_keys_in_another_case_in_two_files_are_one_column(
     assert by_id(df) == [{"id": 1, "A": 8}, {"id": 2, "A": 7}]
 
 
+def test_keys_that_fold_to_a_name_through_a_sharp_s(spark: SparkSession, tmp_path: Path) -> None:
+    """Case folding makes 'ß' and 'ẞ' 'ss': 'Straße', 'STRAẞE' and an escaped 'ß' are
+    the column 'strasse', as the sample says, in every file."""
+    write_json(tmp_path / "a.json", [{"id": 1, "strasse": "a"}])
+    write_text(tmp_path / "b.json", '{"id": 2, "Straße": "b"}\n')
+    write_text(tmp_path / "c.json", '{"id": 3, "STRA\u1e9eE": "c"}\n')
+    write_text(tmp_path / "d.json", '{"id": 4, "stra\\u00dfe": "d"}\n')
+    df = connect_plugin.scan(spark, str(tmp_path), format="json", columns=["id", "strasse"])
+    assert by_id(df) == [{"id": i, "strasse": v} for i, v in enumerate("abcd", start=1)]
+
+
 def test_two_keys_of_one_record_that_fold_together(spark: SparkSession, tmp_path: Path) -> None:
     """Neither value is dropped in silence: a bad record, or the other one rescued."""
     write_json(tmp_path / "a.json", [{"id": 1, "A": 5, "a": 6}, {"id": 2, "A": 3}])

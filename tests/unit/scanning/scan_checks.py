@@ -23,7 +23,7 @@ def write_json(path: Path, records: Iterable[Mapping[str, Any] | str]) -> Path:
 
 def write_text(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
