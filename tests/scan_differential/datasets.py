@@ -11,8 +11,9 @@ column but ``id`` may be missing from a file (schema drift).
 
 What users write, beyond what the scan expects (issue 44):
 
-- names in any case: a file spells its keys in its own case
-  (``DataFile.spellings``), json records may spell them otherwise
+- names in any case: a file spells its keys in its own case, or with a
+  character outside ASCII that folds to their letters (the Kelvin sign, the
+  long s, ligatures; ``DataFile.spellings``), json records may spell them otherwise
   (``respelled``), a record may give a column two values under keys that
   differ only in case (a ``twin`` bad record), and the projection spells
   names as it likes;
@@ -504,8 +505,17 @@ def _clashes_follow_a_number(data_set: DataSet) -> bool:
     return True
 
 
+_FOLDING_SPELLINGS = (("ss", "\u00df"), ("ff", "\ufb00"), ("fi", "\ufb01"), ("k", "\u212a"), ("s", "\u017f"))
+"""Letters and a character outside ASCII that case folding turns into them (the sharp s,
+two ligatures, the Kelvin sign, the long s)."""
+
+
 def _spelled(name: str) -> st.SearchStrategy[str]:
-    return st.sampled_from((name, name, name.upper(), name.capitalize(), name.swapcase().title()))
+    """A name in another case, or with letters written as a character that folds to them."""
+    folded = next((name.replace(a, b, 1) for a, b in _FOLDING_SPELLINGS if a in name), name)
+    return st.sampled_from(
+        (name, name, name.upper(), name.capitalize(), name.swapcase().title(), folded)
+    )
 
 
 def _projection(data_set: DataSet) -> st.SearchStrategy[tuple[str, ...]]:

@@ -170,6 +170,12 @@ EDGES: dict[str, Callable[[Case], bool]] = {
     "requested names in another case": _data_set(
         lambda d: any(name != name.lower() for name in d.projection or ())
     ),
+    "keys with a character that folds to ASCII letters": lambda c: any(
+        not name.isascii() for f in _files(c) for name in f.spellings
+    ),
+    "requested names with a character that folds to ASCII letters": _data_set(
+        lambda d: any(not name.isascii() for name in d.projection or ())
+    ),
     "keys folding together in one record": lambda c: any(
         bad.kind == "twin" for f in _files(c) for bad in f.bad
     ),
@@ -203,6 +209,8 @@ EDGES: dict[str, Callable[[Case], bool]] = {
 SEEDS: dict[str, int] = {
     "keys spelled in another case": 0,  # 3 draws
     "requested names in another case": 0,  # 4 draws
+    "keys with a character that folds to ASCII letters": 0,  # 5 draws
+    "requested names with a character that folds to ASCII letters": 0,  # 3 draws
     "keys folding together in one record": 11,  # 10 draws
     "keys folding together across records": 0,  # 4 draws
     "a data column named like an implicit column": 0,  # 2 draws
@@ -212,7 +220,7 @@ SEEDS: dict[str, int] = {
     "integers past 2^53 in csv": 1,  # 7 draws
     "integers past 2^53 in parquet": 0,  # 9 draws
     "integers past 2^53 widened to double": 13,  # 6 draws
-    "lists with nulls under rescue": 3,  # 4 draws
+    "lists with nulls under rescue": 16,  # 20 draws
     "headerless csv with ragged records": 1,  # 10 draws
     "a type clash inside the sample": 12,  # 7 draws
     "a type clash past the sample": 16,  # 4 draws
