@@ -594,24 +594,6 @@ FINDS: dict[str, tuple[str, Case]] = {
             (Change(delete=0), Rows(), Rows()),
         ),
     ),
-    "headerless csv files of three and four fields, each its own width (20-min run, issue 44)": (
-        "frame",
-        Case(
-            DataSet(
-                "csv",
-                "headerless",
-                "hive",
-                (
-                    DataFile(("month=1",), "part0", ("id", "qty", "name"), ((1000, 3, "w"),)),
-                    DataFile(
-                        ("month=2",), "part1", ("id", "qty", "name", "ok"), ((1, None, None, None),)
-                    ),
-                ),
-                on_error="skip",
-            ),
-            (Rows(), Count()),
-        ),
-    ),
     "NOT over dir0 IN (NULL) passes no file: no bad record need fail it (20-min run, issue 44)": (
         "frame",
         Case(
