@@ -70,8 +70,10 @@ class JsonKeys:
         self._make_probes()
 
     def _make_probes(self) -> None:
-        """Per length, each name lowered with every spelling of it known, as bytes; and the
-        quoted lower-case names no spelling has (a variant without an upper-case letter)."""
+        """Per length, each name lowered with every spelling of it known of that length, as
+        bytes (a spelling with a character outside ASCII, as the Kelvin sign of ``oK``, is
+        longer, and the blocks that hold one are suspect anyway); and the quoted lower-case
+        names no spelling has (a variant without an upper-case letter)."""
         known: dict[str, set[str]] = {}
         for name in [*self.members, *(s for each in self.spellings.values() for s in each)]:
             known.setdefault(name.lower(), set()).add(name)
@@ -80,9 +82,11 @@ class JsonKeys:
         self._capitals = [c.upper().encode() for c in sorted(letters)]
         self._by_length: dict[int, list[tuple[Bytes, list[Bytes]]]] = {}
         for lowered, names in known.items():
-            exact = [np.frombuffer(name.encode(), np.uint8) for name in names]
+            width = len(lowered.encode())
+            spelled = [name.encode() for name in names]
+            exact = [np.frombuffer(name, np.uint8) for name in spelled if len(name) == width]
             entry = (np.frombuffer(lowered.encode(), np.uint8), exact)
-            self._by_length.setdefault(len(lowered.encode()), []).append(entry)
+            self._by_length.setdefault(width, []).append(entry)
         self._unspelled = [
             b'"' + lowered.encode() + b'"' for lowered, names in known.items() if lowered not in names
         ]

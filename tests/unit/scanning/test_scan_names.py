@@ -87,6 +87,20 @@ def test_keys_that_only_unicode_folding_matches(tmp_path: Path, key: str) -> Non
     assert scan(tmp_path, sample_bytes=16).column(column).to_pylist() == [1, 2]
 
 
+def test_a_spelling_with_a_kelvin_sign_then_one_in_another_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spelling learned with a character outside ASCII (longer in bytes than the name)
+    beside tokens of the name's length in later blocks (a find of the 20-minute run)."""
+    monkeypatch.setattr(JsonFormat, "block_bytes", 64)
+    lines = [f'{{"id": {i}, "ok": {i}}}' for i in range(12)]
+    lines[6] = '{"id": 6, "o\\u212a": 6}'
+    lines.append('{"id": 12, "Ok": 12}')
+    write_text(tmp_path / "a.json", "\n".join(lines) + "\n")
+    table = scan(tmp_path, sample_bytes=16)
+    assert table.column("ok").to_pylist() == list(range(13))
+
+
 def test_blocks_with_capitals_of_no_letter_of_a_name_are_not_searched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
