@@ -318,6 +318,8 @@ class DuckDBReference:
                 cast = "BIGINT"
         elif name == "tags":
             cast = "BIGINT[]"
+        if planned.format == "json" and name not in ("tags", "id") and self._only_nulls(name):
+            cast = "VARCHAR"
         value = self._value(name, cast)
         if value is None:
             return "NULL"
@@ -346,6 +348,17 @@ class DuckDBReference:
 
     def _clash_in_files(self) -> bool:
         return any(f.clash_ids() for f in self._files)
+
+    def _only_nulls(self, column: str) -> bool:
+        """Whether the files the scan was planned on hold no value of ``column`` (json gives
+        it no type then, and the scan reads it as text: a value of a file added since is
+        its json text)."""
+        return not any(
+            row[f.columns.index(column)] is not None
+            for f in self._planned.files
+            if column in f.columns
+            for row in f.rows
+        )
 
     def _fractional(self) -> bool:
         """Whether the scan planned ``qty`` as a double (a file had a fraction then)."""
