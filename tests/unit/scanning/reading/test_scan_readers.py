@@ -320,6 +320,16 @@ def test_sampling_reads_only_the_start_of_a_file(tmp_path: Path) -> None:
     assert plan.schema.names == ["a"]
 
 
+def test_a_json_field_only_null_in_the_sample_is_text_of_each_later_value(tmp_path: Path) -> None:
+    """Spark's reader makes such a field a string; a value past the sample is its json text."""
+    records: list[dict[str, Any]] = [{"id": i, "v": None} for i in range(50)]
+    records += [{"id": 50, "v": 7}, {"id": 51, "v": {"x": 1}}, {"id": 52, "v": "s"}]
+    write_json(tmp_path / "a.json", records)
+    table = scan(tmp_path, "json", sample_bytes=100)
+    assert types(table)["v"] == "string"
+    assert table.column("v").to_pylist()[-4:] == [None, "7", '{"x":1}', "s"]
+
+
 @pytest.mark.usefixtures("columnar_only")
 def test_csv_timestamps_without_an_offset_are_utc_in_a_zoned_column(tmp_path: Path) -> None:
     write_text(tmp_path / "a.csv", "t\n2024-01-02T03:04:05\n2024-01-02 03:04:05\n")
