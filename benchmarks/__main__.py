@@ -1,6 +1,6 @@
 """Run every benchmark, or those named.
 
-    python -m benchmarks [gateway] [gateway_profile] [loader] [temp_tables] [dml] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster] [engines]
+    python -m benchmarks [gateway] [gateway_profile] [gateway_instructions] [loader] [temp_tables] [dml] [scan] [pruning] [json_layouts] [rejects] [first_scan] [cluster] [engines]
     python -m benchmarks --remote sc://host:15002 [--shared-dir DIR] [--workspace DIR] [scan] [pruning] [temp_tables] [dml]
 
 ``--remote`` measures the scan and temp-table benchmarks through a running
@@ -8,7 +8,8 @@ gateway instead of the embedded stack (see ``benchmarks.server``);
 ``--json FILE`` also writes their figures there. ``cluster`` (root, iproute2)
 brings up a standalone cluster in network namespaces and runs them on one
 and two workers beside the embedded stack; it runs only when named, as do
-``gateway_profile`` (py-spy's profile of the gateway under 8 clients) and
+``gateway_profile`` (py-spy's profile of the gateway under 8 clients),
+``gateway_instructions`` (the gateway's instructions per query, under valgrind) and
 ``engines`` (share level ``user``: cold engines, memory, eight users).
 """
 
@@ -25,6 +26,7 @@ from benchmarks.server import Options
 BENCHMARKS = {
     "gateway": "benchmarks.gateway_bench",
     "gateway_profile": "benchmarks.gateway_profile",
+    "gateway_instructions": "benchmarks.gateway_instructions",
     "loader": "benchmarks.loader_bench",
     "temp_tables": "benchmarks.temp_table_bench",
     "dml": "benchmarks.dml_bench",
@@ -38,7 +40,7 @@ BENCHMARKS = {
 }
 ON_ANY_SERVER = ("temp_tables", "dml", "scan", "pruning")
 """The benchmarks that take a server (``--remote``) and return their figures."""
-ONLY_WHEN_NAMED = ("cluster", "gateway_profile", "engines")
+ONLY_WHEN_NAMED = ("cluster", "gateway_profile", "gateway_instructions", "engines")
 
 
 def _parser() -> argparse.ArgumentParser:
