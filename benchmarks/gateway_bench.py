@@ -117,12 +117,12 @@ def _ready(command: list[str], port: int) -> subprocess.Popen[str]:
     return process
 
 
-def _start_gateway(
-    upstream: str, workspace: Path, *extra: str
-) -> tuple[subprocess.Popen[str], int]:
-    port = free_port()
-    command = [
-        sys.executable,
+def _gateway_command(
+    upstream: str, port: int, workspace: Path, *extra: str, python: str = sys.executable
+) -> list[str]:
+    """The gateway of ``python``'s install, serving on ``port`` in front of ``upstream``."""
+    return [
+        python,
         "-m",
         "connect_plugin.cli",
         "serve",
@@ -136,14 +136,29 @@ def _start_gateway(
         "WARNING",
         *extra,
     ]
-    return _ready(command, port), port
+
+
+def _forwarder_command(
+    upstream: str, port: int, *extra: str, python: str = sys.executable
+) -> list[str]:
+    """The byte forwarder, serving on ``port`` in front of ``upstream``."""
+    target = upstream.removeprefix("sc://").split("/")[0]
+    return [
+        python, "-m", "benchmarks.byte_forwarder", "--upstream", target, *extra,
+        "--port", str(port),
+    ]  # fmt: skip
+
+
+def _start_gateway(
+    upstream: str, workspace: Path, *extra: str
+) -> tuple[subprocess.Popen[str], int]:
+    port = free_port()
+    return _ready(_gateway_command(upstream, port, workspace, *extra), port), port
 
 
 def _start_forwarder(upstream: str, *extra: str) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
-    target = upstream.removeprefix("sc://").split("/")[0]
-    command = [sys.executable, "-m", "benchmarks.byte_forwarder", "--upstream", target, *extra]
-    return _ready([*command, "--port", str(port)], port), port
+    return _ready(_forwarder_command(upstream, port, *extra), port), port
 
 
 def _upstream_calls(metrics_port: int) -> Counter[str]:

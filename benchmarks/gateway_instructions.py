@@ -34,6 +34,7 @@ from pathlib import Path
 
 from pyspark.sql.connect.session import SparkSession
 
+from benchmarks.gateway_bench import _forwarder_command, _gateway_command, _small, _stop
 from connect_plugin.server.embedded import EmbeddedSparkConnect, free_port
 
 QUERIES = 100
@@ -98,33 +99,22 @@ class Counted:
         return int(match.group(1))
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        _stop(self.process)
 
 
 def _start(name: str, upstream: str, folder: Path, python: str) -> Counted:
     port = free_port()
     if name.startswith("gateway"):
-        command = [
-            python, "-m", "connect_plugin.cli", "serve", "--upstream", upstream,
-            "--port", str(port), "--workspace", str(folder / "ws" / str(port)),
-            "--log-level", "WARNING",
-        ]
+        command = _gateway_command(upstream, port, folder / "ws" / str(port), python=python)
     else:
-        target = upstream.removeprefix("sc://").split("/")[0]
-        command = [
-            python, "-m", "benchmarks.byte_forwarder", "--upstream", target,
-            "--port", str(port),
-            *(["--answer-releases"] if name == "floor" else []),
-        ]
+        extra = ["--answer-releases"] if name == "floor" else []
+        command = _forwarder_command(upstream, port, *extra, python=python)
     return Counted(command, port, folder, name)
 
 
 def _tiny(spark: SparkSession, times: int) -> None:
     for _ in range(times):
-        spark.range(1).collect()
+        _small(spark)
 
 
 def main(before: str | None = None) -> None:
